@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * aheadfs private types: per-mount, per-inode and per-open-file state, the
+ * statistics counters and the few helpers shared between files.
+ */
+#ifndef _AHEADFS_H
+#define _AHEADFS_H
+
+#include <linux/fs.h>
+#include <linux/path.h>
+#include <linux/kobject.h>
+#include <linux/percpu.h>
+#include <linux/uio.h>
+#include <linux/mount.h>
+#include "compat.h"
+
+#define AHEADFS_NAME		"aheadfs"
+#define AHEADFS_MAGIC		0xa4ead0f5
+
+/* Defaults for the mount options and sysfs tunables. */
+#define AHEADFS_DEF_TXN_KB	8192U
+#define AHEADFS_DEF_WINDOW_KB	65536U
+#define AHEADFS_MAX_TXN_KB	(1U << 20)	/* 1 GiB */
+#define AHEADFS_MAX_WINDOW_KB	(4U << 20)	/* 4 GiB */
+#define AHEADFS_MAX_TIMEOUT_MS	(3600U * 1000U)
+
+enum aheadfs_prefetch_mode {
+	AHEADFS_PF_AHEAD,	/* window stays a full request ahead of the reader */
+	AHEADFS_PF_LEGACY,	/* one chunk of at most txn per request (the old bug) */
+	AHEADFS_PF_KERNEL,	/* no prefetch of ours; the lower's readahead only */
+	AHEADFS_PF_OFF,		/* no prefetch and no lower readahead */
+	AHEADFS_PF_NR_MODES,
+};
+
+extern const char *const aheadfs_prefetch_names[AHEADFS_PF_NR_MODES];
+
+/*
+ * Every counter in /sys/fs/aheadfs/<id>/stats, in print order.  Counters are
+ * per-CPU and summed on read; gauges (the window) live in the sb_info.
+ */
+#define AHEADFS_STATS(X)						\
+	X(read_reqs)		X(read_bytes)				\
+	X(read_txns)		X(read_present_bytes)			\
+	X(read_absent_bytes)	X(absent_reqs)				\
+	X(uncached_tails)						\
+	X(write_reqs)		X(write_bytes)				\
+	X(prefetch_chunks)	X(prefetch_bytes)			\
+	X(prefetch_hit_bytes)	X(prefetch_wasted_bytes)		\
+	X(copy_reqs)		X(copy_bytes)				\
+	X(copy_clone)		X(copy_lower)		X(copy_chunked)	\
+	X(clone_reqs)		X(dedupe_reqs)				\
+	X(revalidate_fail)						\
+	X(attr_cache_hits)	X(entry_cache_hits)
+
+/*
+ * Operations counted as op_<name> in stats and reported by the aheadfs_meta
+ * tracepoint.  The order is ABI: bpf/aheadtrace.h mirrors it.
+ */
+#define AHEADFS_META_OPS(X)						\
+	X(lookup)	X(create)	X(mkdir)	X(rmdir)	\
+	X(unlink)	X(rename)	X(link)		X(symlink)	\
+	X(mknod)	X(tmpfile)	X(readdir)	X(getattr)	\
+	X(setattr)	X(open)		X(release)	X(fsync)	\
+	X(mmap)		X(fallocate)	X(llseek)	X(fadvise)	\
+	X(getxattr)	X(setxattr)	X(listxattr)	X(statfs)	\
+	X(ioctl)	X(revalidate)	X(readlink)	X(permission)	\
+	X(write)	X(read)		X(copy)		X(remap)
+
+#define AHEADFS_STAT_ENUM(name)	AHEADFS_STAT_##name,
+enum aheadfs_stat {
+	AHEADFS_STATS(AHEADFS_STAT_ENUM)
+	AHEADFS_NR_STATS
+};
+#undef AHEADFS_STAT_ENUM
+
+#define AHEADFS_OP_ENUM(name)	AHEADFS_OP_##name,
+enum aheadfs_meta_op {
+	AHEADFS_META_OPS(AHEADFS_OP_ENUM)
+	AHEADFS_NR_META_OPS
+};
+#undef AHEADFS_OP_ENUM
+
+struct aheadfs_stats {
+	u64 v[AHEADFS_NR_STATS];
+	u64 ops[AHEADFS_NR_META_OPS];
+};
+
+/* Per-mount state, sb->s_fs_info. */
+struct aheadfs_sb_info {
+	struct path lower;			/* the lower root */
+	struct super_block *lower_sb;
+	struct aheadfs_stats __percpu *stats;
+	struct kobject kobj;			/* /sys/fs/aheadfs/<major:minor> */
+	struct completion kobj_released;
+	bool kobj_added;
+
+	/* Tunables: READ_ONCE() on every use, WRITE_ONCE() from sysfs. */
+	unsigned int txn_kb;
+	unsigned int window_kb;
+	unsigned int prefetch_mode;
+	unsigned int attr_timeout_ms;
+	unsigned int entry_timeout_ms;
+
+	/* Gauges, updated by prefetch.c. */
+	atomic64_t window_cur;
+	atomic64_t window_peak;
+};
+
+/* Per-inode state: the VFS inode wraps exactly one lower inode. */
+struct aheadfs_inode_info {
+	struct inode vfs_inode;
+	struct inode *lower;
+	unsigned long attr_time;	/* jiffies of the last attribute refresh */
+};
+
+struct aheadfs_pf_state;
+
+/* Per-open-file state, file->private_data. */
+struct aheadfs_file_info {
+	struct file *lower;
+	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
+};
+
+/* dentry->d_fsdata: the lower path this dentry stands for. */
+struct aheadfs_dentry_info {
+	struct path lower;
+};
+
+static inline struct aheadfs_sb_info *AHEADFS_SB(const struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+static inline struct aheadfs_inode_info *AHEADFS_I(const struct inode *inode)
+{
+	return container_of(inode, struct aheadfs_inode_info, vfs_inode);
+}
+
+static inline struct inode *aheadfs_lower_inode(const struct inode *inode)
+{
+	return AHEADFS_I(inode)->lower;
+}
+
+static inline struct aheadfs_file_info *AHEADFS_F(const struct file *file)
+{
+	return file->private_data;
+}
+
+static inline struct file *aheadfs_lower_file(const struct file *file)
+{
+	return AHEADFS_F(file)->lower;
+}
+
+static inline struct aheadfs_dentry_info *AHEADFS_D(const struct dentry *dentry)
+{
+	return dentry->d_fsdata;
+}
+
+/* The lower path of a dentry; valid as long as the dentry is positive. */
+static inline void aheadfs_lower_path(const struct dentry *dentry,
+				      struct path *path)
+{
+	*path = AHEADFS_D(dentry)->lower;
+}
+
+static inline struct dentry *aheadfs_lower_dentry(const struct dentry *dentry)
+{
+	return AHEADFS_D(dentry)->lower.dentry;
+}
+
+static inline aheadfs_idmap_t *aheadfs_lower_idmap(const struct dentry *dentry)
+{
+	return aheadfs_mnt_idmap(AHEADFS_D(dentry)->lower.mnt);
+}
+
+static inline void aheadfs_stat_add(struct aheadfs_sb_info *sbi,
+				    enum aheadfs_stat idx, u64 n)
+{
+	this_cpu_add(sbi->stats->v[idx], n);
+}
+
+static inline void aheadfs_stat_inc(struct aheadfs_sb_info *sbi,
+				    enum aheadfs_stat idx)
+{
+	this_cpu_inc(sbi->stats->v[idx]);
+}
+
+u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx);
+
+/*
+ * Operation accounting: aheadfs_op_begin() returns a start time only when
+ * the aheadfs_meta tracepoint is on, so a disabled tracepoint costs one
+ * static branch; aheadfs_op_end() counts the op and emits the event.
+ */
+u64 aheadfs_op_begin(void);
+void aheadfs_op_end(struct super_block *sb, enum aheadfs_meta_op op,
+		    const struct inode *inode, u64 t0, long ret);
+
+/* super.c */
+extern struct kmem_cache *aheadfs_inode_cachep;
+int aheadfs_check_tunable(const char *name, unsigned int val);
+
+/* inode.c */
+extern const struct inode_operations aheadfs_dir_iops;
+extern const struct inode_operations aheadfs_file_iops;
+extern const struct inode_operations aheadfs_symlink_iops;
+extern const struct inode_operations aheadfs_special_iops;
+extern const struct xattr_handler *aheadfs_xattr_handlers[];
+struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower);
+int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
+		      struct path *lower_path);
+void aheadfs_copy_attr(struct inode *inode);
+
+/* dentry.c */
+extern const struct dentry_operations aheadfs_dops;
+int aheadfs_new_dentry_info(struct dentry *dentry);
+void aheadfs_set_lower_path(struct dentry *dentry, struct path *path);
+
+/* file.c */
+extern const struct file_operations aheadfs_file_fops;
+extern const struct file_operations aheadfs_dir_fops;
+extern const struct address_space_operations aheadfs_aops;
+int aheadfs_file_init(void);
+void aheadfs_file_exit(void);
+ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
+			 struct iov_iter *iter, int rw);
+
+/* sched.c */
+size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi);
+ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to);
+
+/* prefetch.c */
+int aheadfs_prefetch_open(struct file *file);
+void aheadfs_prefetch_release(struct file *file);
+void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count);
+
+/* copy.c */
+ssize_t aheadfs_copy_file_range(struct file *file_in, loff_t pos_in,
+				struct file *file_out, loff_t pos_out,
+				size_t len, unsigned int flags);
+loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
+				struct file *file_out, loff_t pos_out,
+				loff_t len, unsigned int remap_flags);
+
+/* export.c */
+extern const struct export_operations aheadfs_export_ops;
+
+/* sysfs.c */
+int aheadfs_sysfs_init(void);
+void aheadfs_sysfs_exit(void);
+int aheadfs_sysfs_add(struct super_block *sb);
+void aheadfs_sysfs_del(struct super_block *sb);
+
+#define aheadfs_err_ratelimited(fmt, ...) \
+	pr_err_ratelimited(AHEADFS_NAME ": " fmt, ##__VA_ARGS__)
+
+#endif /* _AHEADFS_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every difference between the kernel APIs aheadfs builds against (Debian's
+ * 6.1 and 6.12).  Decisions come from compile probes (the files in kmod/probes/, run
+ * by the build into aheadfs_config.h), never from LINUX_VERSION_CODE: Debian
+ * backports APIs, so version numbers lie.
+ */
+#ifndef _AHEADFS_COMPAT_H
+#define _AHEADFS_COMPAT_H
+
+#include <linux/fs.h>
+#include <linux/mount.h>
+#include <linux/stat.h>
+#include "aheadfs_config.h"
+
+#ifdef AHEADFS_HAVE_MNT_IDMAP
+typedef struct mnt_idmap aheadfs_idmap_t;
+#define aheadfs_mnt_idmap(mnt)		mnt_idmap(mnt)
+#define AHEADFS_RD_OLD_IDMAP		old_mnt_idmap
+#define AHEADFS_RD_NEW_IDMAP		new_mnt_idmap
+#else
+typedef struct user_namespace aheadfs_idmap_t;
+#define aheadfs_mnt_idmap(mnt)		mnt_user_ns(mnt)
+#define AHEADFS_RD_OLD_IDMAP		old_mnt_userns
+#define AHEADFS_RD_NEW_IDMAP		new_mnt_userns
+#endif
+
+#ifdef AHEADFS_HAVE_GENERIC_FILLATTR_MASK
+#define aheadfs_fillattr(idmap, mask, inode, stat) \
+	generic_fillattr(idmap, mask, inode, stat)
+#else
+#define aheadfs_fillattr(idmap, mask, inode, stat) \
+	generic_fillattr(idmap, inode, stat)
+#endif
+
+#ifdef AHEADFS_HAVE_KERNEL_TMPFILE_OPEN
+#define aheadfs_tmpfile_open(idmap, path, mode, flags, cred) \
+	kernel_tmpfile_open(idmap, path, mode, flags, cred)
+#else
+#define aheadfs_tmpfile_open(idmap, path, mode, flags, cred) \
+	vfs_tmpfile_open(idmap, path, mode, flags, cred)
+#endif
+
+/* Both end in our ->read_iter, so the read scheduler sees spliced reads. */
+#ifdef AHEADFS_HAVE_COPY_SPLICE_READ
+#define aheadfs_splice_read	copy_splice_read
+#else
+#define aheadfs_splice_read	generic_file_splice_read
+#endif
+
+#ifndef IOCB_DIO_CALLER_COMP
+#define IOCB_DIO_CALLER_COMP	0
+#endif
+
+#endif /* _AHEADFS_COMPAT_H */

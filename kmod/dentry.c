@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs dentry_operations: each dentry pins the lower dentry it stands for,
+ * and is revalidated against it on every walk, since other processes may
+ * change the lower directory behind the mount's back.  Entry caching for slow
+ * lowers (entry_timeout_ms) only skips the lower's own, costly revalidation.
+ */
+#include <linux/slab.h>
+#include <linux/namei.h>
+#include <linux/fs_stack.h>
+#include "aheadfs.h"
+
+int aheadfs_new_dentry_info(struct dentry *dentry)
+{
+	struct aheadfs_dentry_info *di;
+
+	di = kzalloc(sizeof(*di), GFP_KERNEL);
+	if (!di)
+		return -ENOMEM;
+	dentry->d_fsdata = di;
+	return 0;
+}
+
+/* Takes over the caller's references to @path. */
+void aheadfs_set_lower_path(struct dentry *dentry, struct path *path)
+{
+	AHEADFS_D(dentry)->lower = *path;
+}
+
+static void aheadfs_d_release(struct dentry *dentry)
+{
+	struct aheadfs_dentry_info *di = dentry->d_fsdata;
+
+	if (!di)
+		return;
+	path_put(&di->lower);
+	kfree(di);
+}
+
+/*
+ * The lower dentry must still be hashed, under the lower dentry of our parent,
+ * with our name, and must hold the inode our inode wraps (or none, for a
+ * negative dentry).  In RCU walk anything doubtful drops to ref-walk.
+ */
+static int check_lower(struct dentry *dentry, struct dentry *lower,
+		       bool rcu)
+{
+	struct inode *inode = rcu ? d_inode_rcu(dentry) : d_inode(dentry);
+	struct inode *lower_inode = rcu ? d_inode_rcu(lower) : d_inode(lower);
+	struct dentry *parent = rcu ? READ_ONCE(dentry->d_parent) :
+				       dentry->d_parent;
+	struct aheadfs_dentry_info *pdi = READ_ONCE(parent->d_fsdata);
+	int same_name;
+
+	if (d_unhashed(lower) || !pdi)
+		return 0;
+	if (inode) {
+		if (!lower_inode || AHEADFS_I(inode)->lower != lower_inode)
+			return 0;
+	} else if (lower_inode) {
+		return 0;
+	}
+	if (READ_ONCE(lower->d_parent) != pdi->lower.dentry)
+		return 0;
+
+	if (rcu) {
+		/* Names are freed through RCU: a torn read only mismatches. */
+		same_name = READ_ONCE(lower->d_name.len) == dentry->d_name.len &&
+			    !memcmp(READ_ONCE(lower->d_name.name),
+				    dentry->d_name.name, dentry->d_name.len);
+		return same_name ? 1 : -ECHILD;
+	}
+	spin_lock(&lower->d_lock);
+	same_name = lower->d_name.len == dentry->d_name.len &&
+		    !memcmp(lower->d_name.name, dentry->d_name.name,
+			    dentry->d_name.len);
+	spin_unlock(&lower->d_lock);
+	return same_name;
+}
+
+static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct aheadfs_dentry_info *di = READ_ONCE(dentry->d_fsdata);
+	struct super_block *sb = dentry->d_sb;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	bool rcu = flags & LOOKUP_RCU;
+	unsigned int timeout;
+	struct dentry *lower;
+	struct inode *inode;
+	u64 t0 = 0;
+	int ret;
+
+	if (!di)
+		return rcu ? -ECHILD : 0;
+	lower = di->lower.dentry;
+	if (IS_ROOT(dentry))
+		return 1;
+
+	if (!rcu)
+		t0 = aheadfs_op_begin();
+	ret = check_lower(dentry, lower, rcu);
+	if (ret <= 0)
+		goto out;
+
+	if (lower->d_flags & DCACHE_OP_REVALIDATE) {
+		timeout = READ_ONCE(sbi->entry_timeout_ms);
+		if (timeout && time_before(jiffies, READ_ONCE(dentry->d_time) +
+					   msecs_to_jiffies(timeout))) {
+			aheadfs_stat_inc(sbi, AHEADFS_STAT_entry_cache_hits);
+		} else {
+			ret = lower->d_op->d_revalidate(lower, flags);
+			if (ret > 0)
+				WRITE_ONCE(dentry->d_time, jiffies);
+		}
+	}
+
+	inode = rcu ? d_inode_rcu(dentry) : d_inode(dentry);
+	/* Keep the size the VFS checks against (copy_file_range) current. */
+	if (ret > 0 && !rcu && inode)
+		fsstack_copy_inode_size(inode, AHEADFS_I(inode)->lower);
+out:
+	if (ret == 0)
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_revalidate_fail);
+	if (!rcu)
+		aheadfs_op_end(sb, AHEADFS_OP_revalidate, d_inode(dentry), t0,
+			       ret);
+	return ret;
+}
+
+const struct dentry_operations aheadfs_dops = {
+	.d_revalidate	= aheadfs_d_revalidate,
+	.d_release	= aheadfs_d_release,
+};

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs file_operations: each open file holds one open lower file, and data
+ * operations are forwarded to it.  aheadfs keeps no page cache of its own:
+ * reads and writes use the lower file's, and mmap maps the lower file.
+ */
+#include <linux/slab.h>
+#include <linux/file.h>
+#include <linux/mm.h>
+#include <linux/uio.h>
+#include <linux/fs_stack.h>
+#include <linux/fadvise.h>
+#include <linux/splice.h>
+#include "aheadfs.h"
+
+/* Async I/O stays async: the lower completes a clone of the caller's kiocb. */
+struct aheadfs_aio {
+	struct kiocb iocb;
+	refcount_t ref;
+	struct kiocb *orig;
+};
+
+static struct kmem_cache *aheadfs_aio_cachep;
+
+int aheadfs_file_init(void)
+{
+	aheadfs_aio_cachep = kmem_cache_create("aheadfs_aio",
+					       sizeof(struct aheadfs_aio), 0,
+					       SLAB_HWCACHE_ALIGN, NULL);
+	return aheadfs_aio_cachep ? 0 : -ENOMEM;
+}
+
+void aheadfs_file_exit(void)
+{
+	kmem_cache_destroy(aheadfs_aio_cachep);
+}
+
+static void aio_put(struct aheadfs_aio *aio)
+{
+	if (refcount_dec_and_test(&aio->ref)) {
+		fput(aio->iocb.ki_filp);
+		kmem_cache_free(aheadfs_aio_cachep, aio);
+	}
+}
+
+static void aio_cleanup(struct aheadfs_aio *aio)
+{
+	if (aio->iocb.ki_flags & IOCB_WRITE)
+		kiocb_end_write(&aio->iocb);
+	aio->orig->ki_pos = aio->iocb.ki_pos;
+}
+
+static void aio_complete(struct kiocb *iocb, long res)
+{
+	struct aheadfs_aio *aio = container_of(iocb, struct aheadfs_aio, iocb);
+	struct kiocb *orig = aio->orig;
+
+	aio_cleanup(aio);
+	orig->ki_complete(orig, res);
+	aio_put(aio);
+}
+
+/*
+ * Forward one request to the lower file.  A synchronous iocb is served in
+ * place; an async one returns -EIOCBQUEUED and completes the caller's iocb
+ * when the lower request completes.
+ */
+ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
+			 struct iov_iter *iter, int rw)
+{
+	struct aheadfs_aio *aio;
+	struct kiocb lk;
+	ssize_t ret;
+
+	if (is_sync_kiocb(iocb)) {
+		kiocb_clone(&lk, iocb, lower);
+		lk.ki_flags &= ~IOCB_DIO_CALLER_COMP;
+		if (rw == WRITE) {
+			file_start_write(lower);
+			ret = vfs_iocb_iter_write(lower, &lk, iter);
+			file_end_write(lower);
+		} else {
+			ret = vfs_iocb_iter_read(lower, &lk, iter);
+		}
+		iocb->ki_pos = lk.ki_pos;
+		return ret;
+	}
+
+	aio = kmem_cache_zalloc(aheadfs_aio_cachep, GFP_KERNEL);
+	if (!aio)
+		return -ENOMEM;
+	kiocb_clone(&aio->iocb, iocb, get_file(lower));
+	aio->iocb.ki_flags &= ~IOCB_DIO_CALLER_COMP;
+	aio->iocb.ki_complete = aio_complete;
+	aio->orig = iocb;
+	refcount_set(&aio->ref, 2);
+	if (rw == WRITE) {
+		kiocb_start_write(&aio->iocb);
+		ret = vfs_iocb_iter_write(lower, &aio->iocb, iter);
+	} else {
+		ret = vfs_iocb_iter_read(lower, &aio->iocb, iter);
+	}
+	aio_put(aio);
+	if (ret != -EIOCBQUEUED) {
+		aio_cleanup(aio);
+		aio_put(aio);
+	}
+	return ret;
+}
+
+/* fcntl(F_SETFL) changes our flags; the lower file must follow. */
+static int sync_lower_flags(struct file *file, struct file *lower)
+{
+	const unsigned int mask = O_APPEND | O_DIRECT | O_NONBLOCK | O_NOATIME;
+	unsigned int flags = READ_ONCE(file->f_flags) & mask;
+	int err;
+
+	if ((READ_ONCE(lower->f_flags) & mask) == flags)
+		return 0;
+	if ((flags & O_DIRECT) && !(lower->f_mode & FMODE_CAN_ODIRECT))
+		return -EINVAL;
+	if (lower->f_op->check_flags) {
+		err = lower->f_op->check_flags(flags);
+		if (err)
+			return err;
+	}
+	spin_lock(&lower->f_lock);
+	lower->f_flags = (lower->f_flags & ~mask) | flags;
+	spin_unlock(&lower->f_lock);
+	return 0;
+}
+
+static ssize_t aheadfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct file *file = iocb->ki_filp;
+	int err;
+
+	if (!iov_iter_count(to))
+		return 0;
+	err = sync_lower_flags(file, aheadfs_lower_file(file));
+	if (err)
+		return err;
+	return aheadfs_sched_read(iocb, to);
+}
+
+static ssize_t aheadfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
+	struct file *lower = aheadfs_lower_file(file);
+	u64 t0 = aheadfs_op_begin();
+	ssize_t ret;
+
+	if (!iov_iter_count(from))
+		return 0;
+	ret = sync_lower_flags(file, lower);
+	if (ret)
+		return ret;
+	ret = aheadfs_lower_rw(iocb, lower, from, WRITE);
+	if (ret > 0)
+		aheadfs_stat_add(sbi, AHEADFS_STAT_write_bytes, ret);
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_write_reqs);
+	if (ret != -EIOCBQUEUED)
+		aheadfs_copy_attr(inode);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_write, inode, t0, ret);
+	return ret;
+}
+
+static int aheadfs_open(struct inode *inode, struct file *file)
+{
+	struct aheadfs_file_info *fi;
+	struct path lower_path;
+	struct file *lower;
+	unsigned int flags;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	if (!fi) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Creation and truncation already happened through our inode ops. */
+	flags = file->f_flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
+	if (flags & __O_TMPFILE)
+		flags &= ~(__O_TMPFILE | O_DIRECTORY);
+	aheadfs_lower_path(file->f_path.dentry, &lower_path);
+	lower = dentry_open(&lower_path, flags, current_cred());
+	if (IS_ERR(lower)) {
+		err = PTR_ERR(lower);
+		goto out_free;
+	}
+	fi->lower = lower;
+	file->private_data = fi;
+	file->f_mode |= lower->f_mode & (FMODE_CAN_ODIRECT | FMODE_NOWAIT);
+
+	if (S_ISREG(inode->i_mode)) {
+		aheadfs_copy_attr(inode);
+		err = aheadfs_prefetch_open(file);
+		if (err)
+			goto out_fput;
+	}
+	err = 0;
+	goto out;
+
+out_fput:
+	file->private_data = NULL;
+	fput(lower);
+out_free:
+	kfree(fi);
+out:
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode, t0, err);
+	return err;
+}
+
+static int aheadfs_release(struct inode *inode, struct file *file)
+{
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+
+	if (S_ISREG(inode->i_mode))
+		aheadfs_prefetch_release(file);
+	fput(fi->lower);
+	kfree(fi);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode, 0, 0);
+	return 0;
+}
+
+static int aheadfs_flush(struct file *file, fl_owner_t id)
+{
+	struct file *lower = aheadfs_lower_file(file);
+
+	/* NFS lowers write back on close (close-to-open consistency). */
+	if (lower->f_op->flush)
+		return lower->f_op->flush(lower, id);
+	return 0;
+}
+
+static int aheadfs_fsync(struct file *file, loff_t start, loff_t end,
+			 int datasync)
+{
+	struct inode *inode = file_inode(file);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	err = vfs_fsync_range(aheadfs_lower_file(file), start, end, datasync);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fsync, inode, t0, err);
+	return err;
+}
+
+static loff_t aheadfs_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct inode *inode = file_inode(file);
+	struct file *lower = aheadfs_lower_file(file);
+	u64 t0 = aheadfs_op_begin();
+	loff_t ret;
+
+	/*
+	 * SEEK_DATA, SEEK_HOLE and SEEK_END are the lower's to answer, and
+	 * directory offsets are the lower's cookies (telldir/seekdir).
+	 */
+	inode_lock(inode);
+	lower->f_pos = file->f_pos;
+	ret = vfs_llseek(lower, offset, whence);
+	file->f_pos = lower->f_pos;
+	inode_unlock(inode);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_llseek, inode, t0, ret);
+	return ret;
+}
+
+static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct file *lower = aheadfs_lower_file(file);
+	struct inode *inode = file_inode(file);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	if (!lower->f_op->mmap) {
+		err = -ENODEV;
+		goto out;
+	}
+	if (WARN_ON_ONCE(file != vma->vm_file)) {
+		err = -EIO;
+		goto out;
+	}
+	/* The mapping is the lower file's: coherent with read, write and
+	 * with direct users of the lower file. */
+	vma_set_file(vma, lower);
+	err = call_mmap(vma->vm_file, vma);
+out:
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode, t0, err);
+	return err;
+}
+
+static long aheadfs_fallocate(struct file *file, int mode, loff_t offset,
+			      loff_t len)
+{
+	struct inode *inode = file_inode(file);
+	u64 t0 = aheadfs_op_begin();
+	long err;
+
+	err = vfs_fallocate(aheadfs_lower_file(file), mode, offset, len);
+	aheadfs_copy_attr(inode);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fallocate, inode, t0, err);
+	return err;
+}
+
+/* Without this, fadvise and readahead(2) act on our no-op backing device. */
+static int aheadfs_fadvise(struct file *file, loff_t offset, loff_t len,
+			   int advice)
+{
+	struct inode *inode = file_inode(file);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	err = vfs_fadvise(aheadfs_lower_file(file), offset, len, advice);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fadvise, inode, t0, err);
+	return err;
+}
+
+static int aheadfs_iterate_shared(struct file *file, struct dir_context *ctx)
+{
+	struct file *lower = aheadfs_lower_file(file);
+	struct inode *inode = file_inode(file);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	/* Entries, d_ino and offsets are the lower's, passed straight up. */
+	lower->f_pos = ctx->pos;
+	err = iterate_dir(lower, ctx);
+	file->f_pos = lower->f_pos;
+	aheadfs_copy_attr(inode);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_readdir, inode, t0, err);
+	return err;
+}
+
+const struct file_operations aheadfs_file_fops = {
+	.owner		= THIS_MODULE,
+	.open		= aheadfs_open,
+	.release	= aheadfs_release,
+	.flush		= aheadfs_flush,
+	.llseek		= aheadfs_llseek,
+	.read_iter	= aheadfs_read_iter,
+	.write_iter	= aheadfs_write_iter,
+	.splice_read	= aheadfs_splice_read,
+	.splice_write	= iter_file_splice_write,
+	.mmap		= aheadfs_mmap,
+	.fsync		= aheadfs_fsync,
+	.fallocate	= aheadfs_fallocate,
+	.fadvise	= aheadfs_fadvise,
+	.copy_file_range = aheadfs_copy_file_range,
+	.remap_file_range = aheadfs_remap_file_range,
+};
+
+const struct file_operations aheadfs_dir_fops = {
+	.owner		= THIS_MODULE,
+	.open		= aheadfs_open,
+	.release	= aheadfs_release,
+	.llseek		= aheadfs_llseek,
+	.read		= generic_read_dir,
+	.iterate_shared	= aheadfs_iterate_shared,
+	.fsync		= aheadfs_fsync,
+};
+
+/*
+ * Our inodes never hold pages; direct_IO is here only so that O_DIRECT opens
+ * pass the VFS check, and the lower decides whether O_DIRECT works.
+ */
+const struct address_space_operations aheadfs_aops = {
+	.direct_IO	= noop_direct_IO,
+};

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs inode_operations and xattr handlers: every namespace and attribute
+ * operation goes to the lower filesystem under the caller's own credentials,
+ * so nothing is possible through the stack that is not possible directly.
+ */
+#include <linux/slab.h>
+#include <linux/namei.h>
+#include <linux/fs_stack.h>
+#include <linux/xattr.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
+#include <linux/fileattr.h>
+#include <linux/fiemap.h>
+#include <linux/file.h>
+#include "aheadfs.h"
+
+static aheadfs_idmap_t *lower_idmap(struct super_block *sb)
+{
+	return aheadfs_mnt_idmap(AHEADFS_SB(sb)->lower.mnt);
+}
+
+/* Refresh the attributes the VFS reads from our inode (and restart the
+ * attribute cache: the mount's own changes invalidate it). */
+void aheadfs_copy_attr(struct inode *inode)
+{
+	struct inode *lower = aheadfs_lower_inode(inode);
+
+	fsstack_copy_attr_all(inode, lower);
+	fsstack_copy_inode_size(inode, lower);
+	WRITE_ONCE(AHEADFS_I(inode)->attr_time, jiffies);
+}
+
+static int iget_test(struct inode *inode, void *lower)
+{
+	return AHEADFS_I(inode)->lower == lower;
+}
+
+static int iget_set(struct inode *inode, void *lower)
+{
+	AHEADFS_I(inode)->lower = lower;
+	return 0;
+}
+
+struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
+{
+	struct inode *inode;
+
+	/* The reference moves into the inode, or is dropped if one exists. */
+	if (!igrab(lower))
+		return ERR_PTR(-ESTALE);
+	inode = iget5_locked(sb, lower->i_ino, iget_test, iget_set, lower);
+	if (!inode) {
+		iput(lower);
+		return ERR_PTR(-ENOMEM);
+	}
+	if (!(inode->i_state & I_NEW)) {
+		iput(lower);
+		return inode;
+	}
+
+	inode->i_ino = lower->i_ino;
+	inode->i_generation = lower->i_generation;
+	inode->i_mapping->a_ops = &aheadfs_aops;
+	aheadfs_copy_attr(inode);
+
+	switch (lower->i_mode & S_IFMT) {
+	case S_IFDIR:
+		inode->i_op = &aheadfs_dir_iops;
+		inode->i_fop = &aheadfs_dir_fops;
+		break;
+	case S_IFREG:
+		inode->i_op = &aheadfs_file_iops;
+		inode->i_fop = &aheadfs_file_fops;
+		break;
+	case S_IFLNK:
+		inode->i_op = &aheadfs_symlink_iops;
+		break;
+	default:
+		inode->i_op = &aheadfs_special_iops;
+		init_special_inode(inode, lower->i_mode, lower->i_rdev);
+		break;
+	}
+	unlock_new_inode(inode);
+	return inode;
+}
+
+static struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
+				     unsigned int flags)
+{
+	struct super_block *sb = dir->i_sb;
+	struct dentry *lower_parent = aheadfs_lower_dentry(dentry->d_parent);
+	struct path lower_path;
+	struct dentry *lower, *ret;
+	struct inode *inode = NULL;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	err = aheadfs_new_dentry_info(dentry);
+	if (err) {
+		ret = ERR_PTR(err);
+		goto out;
+	}
+	lower = lookup_one_unlocked(lower_idmap(sb), dentry->d_name.name,
+				    lower_parent, dentry->d_name.len);
+	if (IS_ERR(lower)) {
+		ret = lower;
+		goto out;
+	}
+	lower_path.mnt = mntget(AHEADFS_SB(sb)->lower.mnt);
+	lower_path.dentry = lower;
+	aheadfs_set_lower_path(dentry, &lower_path);
+	WRITE_ONCE(dentry->d_time, jiffies);
+
+	if (d_really_is_positive(lower)) {
+		inode = aheadfs_iget(sb, d_inode(lower));
+		if (IS_ERR(inode)) {
+			ret = ERR_CAST(inode);
+			goto out;
+		}
+	}
+	ret = d_splice_alias(inode, dentry);
+out:
+	aheadfs_op_end(sb, AHEADFS_OP_lookup, inode, t0,
+		       IS_ERR(ret) ? PTR_ERR(ret) : 0);
+	return ret;
+}
+
+/*
+ * Lock the lower parent for a namespace change and check that the lower
+ * dentry still stands under it.  -ESTALE makes the VFS retry the walk with
+ * LOOKUP_REVAL, which revalidates against the changed lower.
+ */
+static struct dentry *lock_lower_parent(struct dentry *dentry)
+{
+	struct dentry *lower_parent = aheadfs_lower_dentry(dentry->d_parent);
+	struct dentry *lower = aheadfs_lower_dentry(dentry);
+
+	inode_lock_nested(d_inode(lower_parent), I_MUTEX_PARENT);
+	if (lower->d_parent != lower_parent || d_unhashed(lower)) {
+		inode_unlock(d_inode(lower_parent));
+		return ERR_PTR(-ESTALE);
+	}
+	return lower_parent;
+}
+
+static void unlock_lower_parent(struct dentry *lower_parent)
+{
+	inode_unlock(d_inode(lower_parent));
+}
+
+/*
+ * After a lower create, attach our inode to @dentry.  Some filesystems leave
+ * the new lower dentry unhashed or negative after success: look it up again.
+ */
+static int instantiate(struct dentry *dentry, struct dentry *lower_parent)
+{
+	struct aheadfs_dentry_info *di = AHEADFS_D(dentry);
+	struct dentry *lower = di->lower.dentry;
+	struct inode *inode;
+
+	if (d_unhashed(lower) || d_really_is_negative(lower)) {
+		struct dentry *fresh;
+
+		fresh = lookup_one(lower_idmap(dentry->d_sb),
+				   dentry->d_name.name, lower_parent,
+				   dentry->d_name.len);
+		if (IS_ERR(fresh))
+			return PTR_ERR(fresh);
+		if (d_really_is_negative(fresh)) {
+			dput(fresh);
+			return -ENOENT;
+		}
+		dput(di->lower.dentry);
+		di->lower.dentry = fresh;
+		lower = fresh;
+	}
+	inode = aheadfs_iget(dentry->d_sb, d_inode(lower));
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	d_instantiate(dentry, inode);
+	return 0;
+}
+
+static void dir_changed(struct inode *dir)
+{
+	aheadfs_copy_attr(dir);
+}
+
+static int aheadfs_create(aheadfs_idmap_t *idmap, struct inode *dir,
+			  struct dentry *dentry, umode_t mode, bool excl)
+{
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_create(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			 aheadfs_lower_dentry(dentry), mode, excl);
+	if (!err)
+		err = instantiate(dentry, lower_parent);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_create, d_inode(dentry), t0, err);
+	return err;
+}
+
+static int aheadfs_mkdir(aheadfs_idmap_t *idmap, struct inode *dir,
+			 struct dentry *dentry, umode_t mode)
+{
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_mkdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			aheadfs_lower_dentry(dentry), mode);
+	if (!err)
+		err = instantiate(dentry, lower_parent);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_mkdir, d_inode(dentry), t0, err);
+	return err;
+}
+
+static int aheadfs_mknod(aheadfs_idmap_t *idmap, struct inode *dir,
+			 struct dentry *dentry, umode_t mode, dev_t rdev)
+{
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_mknod(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			aheadfs_lower_dentry(dentry), mode, rdev);
+	if (!err)
+		err = instantiate(dentry, lower_parent);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_mknod, d_inode(dentry), t0, err);
+	return err;
+}
+
+static int aheadfs_symlink(aheadfs_idmap_t *idmap, struct inode *dir,
+			   struct dentry *dentry, const char *target)
+{
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_symlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			  aheadfs_lower_dentry(dentry), target);
+	if (!err)
+		err = instantiate(dentry, lower_parent);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_symlink, d_inode(dentry), t0,
+		       err);
+	return err;
+}
+
+static int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
+			struct dentry *new_dentry)
+{
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(new_dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_link(aheadfs_lower_dentry(old_dentry),
+		       lower_idmap(dir->i_sb), d_inode(lower_parent),
+		       aheadfs_lower_dentry(new_dentry), NULL);
+	if (!err)
+		err = instantiate(new_dentry, lower_parent);
+	aheadfs_copy_attr(d_inode(old_dentry));
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_link, d_inode(old_dentry), t0,
+		       err);
+	return err;
+}
+
+static int aheadfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_unlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			 aheadfs_lower_dentry(dentry), NULL);
+	/* The lower inode outlives its last link while we hold it. */
+	aheadfs_copy_attr(inode);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_unlink, inode, t0, err);
+	return err;
+}
+
+static int aheadfs_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	struct dentry *lower_parent;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	lower_parent = lock_lower_parent(dentry);
+	if (IS_ERR(lower_parent)) {
+		err = PTR_ERR(lower_parent);
+		goto out;
+	}
+	err = vfs_rmdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
+			aheadfs_lower_dentry(dentry));
+	if (!err)
+		clear_nlink(inode);
+	dir_changed(dir);
+	unlock_lower_parent(lower_parent);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_rmdir, inode, t0, err);
+	return err;
+}
+
+static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
+			  struct dentry *old_dentry, struct inode *new_dir,
+			  struct dentry *new_dentry, unsigned int flags)
+{
+	struct super_block *sb = old_dir->i_sb;
+	struct dentry *lower_old_parent =
+		aheadfs_lower_dentry(old_dentry->d_parent);
+	struct dentry *lower_new_parent =
+		aheadfs_lower_dentry(new_dentry->d_parent);
+	struct dentry *lower_old = aheadfs_lower_dentry(old_dentry);
+	struct dentry *lower_new = aheadfs_lower_dentry(new_dentry);
+	struct renamedata rd = {};
+	struct dentry *trap;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
+		err = -EINVAL;
+		goto out;
+	}
+
+	trap = lock_rename(lower_old_parent, lower_new_parent);
+	err = -ESTALE;
+	if (lower_old->d_parent != lower_old_parent || d_unhashed(lower_old) ||
+	    lower_new->d_parent != lower_new_parent || d_unhashed(lower_new))
+		goto unlock;
+	/* The same checks the VFS makes on the upper, now for the lower. */
+	err = -EINVAL;
+	if (trap == lower_old)
+		goto unlock;
+	err = -ENOTEMPTY;
+	if (trap == lower_new)
+		goto unlock;
+
+	rd.AHEADFS_RD_OLD_IDMAP = lower_idmap(sb);
+	rd.old_dir = d_inode(lower_old_parent);
+	rd.old_dentry = lower_old;
+	rd.AHEADFS_RD_NEW_IDMAP = lower_idmap(sb);
+	rd.new_dir = d_inode(lower_new_parent);
+	rd.new_dentry = lower_new;
+	rd.flags = flags;
+	err = vfs_rename(&rd);
+	if (!err) {
+		aheadfs_copy_attr(d_inode(old_dentry));
+		if (d_really_is_positive(new_dentry))
+			aheadfs_copy_attr(d_inode(new_dentry));
+	}
+	dir_changed(old_dir);
+	if (new_dir != old_dir)
+		dir_changed(new_dir);
+unlock:
+	unlock_rename(lower_old_parent, lower_new_parent);
+out:
+	aheadfs_op_end(sb, AHEADFS_OP_rename, d_inode(old_dentry), t0, err);
+	return err;
+}
+
+/*
+ * O_TMPFILE: make the unnamed lower file, let our dentry stand for it, and
+ * open it through our own ->open like any other file.
+ */
+static int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
+			   struct file *file, umode_t mode)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	struct path lower_parent, lower_path;
+	struct file *lower_file;
+	struct inode *inode;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	aheadfs_lower_path(dentry->d_parent, &lower_parent);
+	lower_file = aheadfs_tmpfile_open(lower_idmap(dir->i_sb),
+					  &lower_parent, mode, file->f_flags,
+					  current_cred());
+	if (IS_ERR(lower_file)) {
+		err = PTR_ERR(lower_file);
+		goto out;
+	}
+	err = aheadfs_new_dentry_info(dentry);
+	if (err)
+		goto out_fput;
+	inode = aheadfs_iget(dir->i_sb, file_inode(lower_file));
+	if (IS_ERR(inode)) {
+		err = PTR_ERR(inode);
+		goto out_fput;
+	}
+	lower_path = lower_file->f_path;
+	path_get(&lower_path);
+	aheadfs_set_lower_path(dentry, &lower_path);
+	d_tmpfile(file, inode);
+	err = finish_open_simple(file, 0);
+out_fput:
+	fput(lower_file);
+out:
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_tmpfile, NULL, t0, err);
+	return err;
+}
+
+static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
+			      int mask)
+{
+	return inode_permission(lower_idmap(inode->i_sb),
+				aheadfs_lower_inode(inode), mask);
+}
+
+static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
+			   struct kstat *stat, u32 request_mask,
+			   unsigned int query_flags)
+{
+	struct dentry *dentry = path->dentry;
+	struct inode *inode = d_inode(dentry);
+	struct super_block *sb = dentry->d_sb;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	unsigned int timeout = READ_ONCE(sbi->attr_timeout_ms);
+	struct path lower_path;
+	u64 t0 = aheadfs_op_begin();
+	int err = 0;
+
+	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
+	if (timeout && !(query_flags & AT_STATX_FORCE_SYNC) &&
+	    time_before(jiffies, READ_ONCE(AHEADFS_I(inode)->attr_time) +
+			msecs_to_jiffies(timeout))) {
+		aheadfs_fillattr(idmap, request_mask, inode, stat);
+		stat->blocks = inode->i_blocks;
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_attr_cache_hits);
+		goto out;
+	}
+
+	aheadfs_lower_path(dentry, &lower_path);
+	err = vfs_getattr(&lower_path, stat, request_mask, query_flags);
+	if (err)
+		goto out;
+	aheadfs_copy_attr(inode);
+out:
+	if (!err)
+		stat->dev = sb->s_dev;
+	aheadfs_op_end(sb, AHEADFS_OP_getattr, inode, t0, err);
+	return err;
+}
+
+static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
+			   struct iattr *ia)
+{
+	struct inode *inode = d_inode(dentry);
+	struct dentry *lower = aheadfs_lower_dentry(dentry);
+	struct inode *lower_inode = aheadfs_lower_inode(inode);
+	struct iattr lower_ia = *ia;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	if (lower_ia.ia_valid & ATTR_FILE)
+		lower_ia.ia_file = aheadfs_lower_file(ia->ia_file);
+	/* notify_change() on the lower derives the mode from these itself. */
+	if (lower_ia.ia_valid & (ATTR_KILL_SUID | ATTR_KILL_SGID))
+		lower_ia.ia_valid &= ~ATTR_MODE;
+
+	inode_lock(lower_inode);
+	err = notify_change(lower_idmap(dentry->d_sb), lower, &lower_ia, NULL);
+	inode_unlock(lower_inode);
+	aheadfs_copy_attr(inode);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_setattr, inode, t0, err);
+	return err;
+}
+
+static const char *aheadfs_get_link(struct dentry *dentry,
+				    struct inode *inode,
+				    struct delayed_call *done)
+{
+	const char *link;
+	u64 t0;
+
+	if (!dentry)
+		return ERR_PTR(-ECHILD);
+	t0 = aheadfs_op_begin();
+	link = vfs_get_link(aheadfs_lower_dentry(dentry), done);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_readlink, inode, t0,
+		       IS_ERR(link) ? PTR_ERR(link) : 0);
+	return link;
+}
+
+static ssize_t aheadfs_listxattr(struct dentry *dentry, char *list,
+				 size_t size)
+{
+	u64 t0 = aheadfs_op_begin();
+	ssize_t ret;
+
+	ret = vfs_listxattr(aheadfs_lower_dentry(dentry), list, size);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_listxattr, d_inode(dentry),
+		       t0, ret);
+	return ret;
+}
+
+static int aheadfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
+{
+	return vfs_fileattr_get(aheadfs_lower_dentry(dentry), fa);
+}
+
+static int aheadfs_fileattr_set(aheadfs_idmap_t *idmap,
+				struct dentry *dentry, struct fileattr *fa)
+{
+	int err;
+
+	err = vfs_fileattr_set(lower_idmap(dentry->d_sb),
+			       aheadfs_lower_dentry(dentry), fa);
+	aheadfs_copy_attr(d_inode(dentry));
+	return err;
+}
+
+static int aheadfs_fiemap(struct inode *inode,
+			  struct fiemap_extent_info *fieinfo, u64 start,
+			  u64 len)
+{
+	struct inode *lower = aheadfs_lower_inode(inode);
+
+	if (!lower->i_op->fiemap)
+		return -EOPNOTSUPP;
+	return lower->i_op->fiemap(lower, fieinfo, start, len);
+}
+
+#ifdef AHEADFS_HAVE_VFS_SET_ACL
+static const char *acl_name(int type)
+{
+	return type == ACL_TYPE_ACCESS ? XATTR_NAME_POSIX_ACL_ACCESS :
+					 XATTR_NAME_POSIX_ACL_DEFAULT;
+}
+
+static struct posix_acl *aheadfs_get_acl(aheadfs_idmap_t *idmap,
+					 struct dentry *dentry, int type)
+{
+	return vfs_get_acl(lower_idmap(dentry->d_sb),
+			   aheadfs_lower_dentry(dentry), acl_name(type));
+}
+
+static int aheadfs_set_acl(aheadfs_idmap_t *idmap, struct dentry *dentry,
+			   struct posix_acl *acl, int type)
+{
+	struct dentry *lower = aheadfs_lower_dentry(dentry);
+	int err;
+
+	if (acl)
+		err = vfs_set_acl(lower_idmap(dentry->d_sb), lower,
+				  acl_name(type), acl);
+	else
+		err = vfs_remove_acl(lower_idmap(dentry->d_sb), lower,
+				     acl_name(type));
+	aheadfs_copy_attr(d_inode(dentry));
+	return err;
+}
+
+#define AHEADFS_ACL_IOPS			\
+	.get_acl	= aheadfs_get_acl,	\
+	.set_acl	= aheadfs_set_acl,
+#else
+/* Before vfs_set_acl(), ACL xattrs reach the catch-all handler below. */
+#define AHEADFS_ACL_IOPS
+#endif
+
+#define AHEADFS_COMMON_IOPS				\
+	.permission	= aheadfs_permission,		\
+	.getattr	= aheadfs_getattr,		\
+	.setattr	= aheadfs_setattr,		\
+	.listxattr	= aheadfs_listxattr,		\
+	.fileattr_get	= aheadfs_fileattr_get,		\
+	.fileattr_set	= aheadfs_fileattr_set,		\
+	AHEADFS_ACL_IOPS
+
+const struct inode_operations aheadfs_dir_iops = {
+	.lookup		= aheadfs_lookup,
+	.create		= aheadfs_create,
+	.link		= aheadfs_link,
+	.unlink		= aheadfs_unlink,
+	.symlink	= aheadfs_symlink,
+	.mkdir		= aheadfs_mkdir,
+	.rmdir		= aheadfs_rmdir,
+	.mknod		= aheadfs_mknod,
+	.rename		= aheadfs_rename,
+	.tmpfile	= aheadfs_tmpfile,
+	AHEADFS_COMMON_IOPS
+};
+
+const struct inode_operations aheadfs_file_iops = {
+	.fiemap		= aheadfs_fiemap,
+	AHEADFS_COMMON_IOPS
+};
+
+const struct inode_operations aheadfs_symlink_iops = {
+	.get_link	= aheadfs_get_link,
+	.permission	= aheadfs_permission,
+	.getattr	= aheadfs_getattr,
+	.setattr	= aheadfs_setattr,
+	.listxattr	= aheadfs_listxattr,
+};
+
+const struct inode_operations aheadfs_special_iops = {
+	AHEADFS_COMMON_IOPS
+};
+
+static int aheadfs_xattr_get(const struct xattr_handler *handler,
+			     struct dentry *dentry, struct inode *inode,
+			     const char *name, void *buffer, size_t size)
+{
+	u64 t0 = aheadfs_op_begin();
+	ssize_t ret;
+
+	ret = vfs_getxattr(lower_idmap(inode->i_sb),
+			   aheadfs_lower_dentry(dentry), name, buffer, size);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_getxattr, inode, t0, ret);
+	return ret;
+}
+
+static int aheadfs_xattr_set(const struct xattr_handler *handler,
+			     aheadfs_idmap_t *idmap, struct dentry *dentry,
+			     struct inode *inode, const char *name,
+			     const void *value, size_t size, int flags)
+{
+	struct dentry *lower = aheadfs_lower_dentry(dentry);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	if (value)
+		err = vfs_setxattr(lower_idmap(inode->i_sb), lower, name,
+				   value, size, flags);
+	else
+		err = vfs_removexattr(lower_idmap(inode->i_sb), lower, name);
+	aheadfs_copy_attr(inode);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_setxattr, inode, t0, err);
+	return err;
+}
+
+/* One handler for every name: the lower decides what it supports. */
+static const struct xattr_handler aheadfs_xattr_handler = {
+	.prefix	= "",
+	.get	= aheadfs_xattr_get,
+	.set	= aheadfs_xattr_set,
+};
+
+const struct xattr_handler *aheadfs_xattr_handlers[] = {
+	&aheadfs_xattr_handler,
+	NULL
+};

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs module init and exit, mount options (fs_context), and the
+ * super_operations of a mount stacked on one lower directory.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/namei.h>
+#include <linux/seq_file.h>
+#include <linux/statfs.h>
+#include <linux/exportfs.h>
+#include <linux/xattr.h>
+#include <linux/fs_stack.h>
+#include "aheadfs.h"
+
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
+struct kmem_cache *aheadfs_inode_cachep;
+
+const char *const aheadfs_prefetch_names[AHEADFS_PF_NR_MODES] = {
+	[AHEADFS_PF_AHEAD]	= "ahead",
+	[AHEADFS_PF_LEGACY]	= "legacy",
+	[AHEADFS_PF_KERNEL]	= "kernel",
+	[AHEADFS_PF_OFF]	= "off",
+};
+
+u64 aheadfs_op_begin(void)
+{
+	return trace_aheadfs_meta_enabled() ? ktime_get_ns() : 0;
+}
+
+void aheadfs_op_end(struct super_block *sb, enum aheadfs_meta_op op,
+		    const struct inode *inode, u64 t0, long ret)
+{
+	this_cpu_inc(AHEADFS_SB(sb)->stats->ops[op]);
+	if (t0)
+		trace_aheadfs_meta(inode ? inode->i_ino : 0,
+				   ktime_get_ns() - t0, ret, sb->s_dev, op);
+}
+
+u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr(sbi->stats, cpu)->v[idx];
+	return sum;
+}
+
+/* Mount options; the same names are the sysfs tunables. */
+enum {
+	Opt_prefetch,
+	Opt_txn_kb,
+	Opt_window_kb,
+	Opt_attr_timeout_ms,
+	Opt_entry_timeout_ms,
+};
+
+static const struct constant_table prefetch_modes[] = {
+	{ "ahead",	AHEADFS_PF_AHEAD },
+	{ "legacy",	AHEADFS_PF_LEGACY },
+	{ "kernel",	AHEADFS_PF_KERNEL },
+	{ "off",	AHEADFS_PF_OFF },
+	{}
+};
+
+static const struct fs_parameter_spec aheadfs_param_specs[] = {
+	fsparam_enum("prefetch", Opt_prefetch, prefetch_modes),
+	fsparam_u32("txn_kb", Opt_txn_kb),
+	fsparam_u32("window_kb", Opt_window_kb),
+	fsparam_u32("attr_timeout_ms", Opt_attr_timeout_ms),
+	fsparam_u32("entry_timeout_ms", Opt_entry_timeout_ms),
+	{}
+};
+
+struct aheadfs_fs_context {
+	unsigned int prefetch_mode;
+	unsigned int txn_kb;
+	unsigned int window_kb;
+	unsigned int attr_timeout_ms;
+	unsigned int entry_timeout_ms;
+	unsigned int set;		/* bitmask of Opt_* given */
+};
+
+/* Range checks shared by mount options and sysfs writes. */
+int aheadfs_check_tunable(const char *name, unsigned int val)
+{
+	if (!strcmp(name, "txn_kb"))
+		return (val >= 4 && val <= AHEADFS_MAX_TXN_KB) ? 0 : -ERANGE;
+	if (!strcmp(name, "window_kb"))
+		return val <= AHEADFS_MAX_WINDOW_KB ? 0 : -ERANGE;
+	if (!strcmp(name, "attr_timeout_ms") ||
+	    !strcmp(name, "entry_timeout_ms"))
+		return val <= AHEADFS_MAX_TIMEOUT_MS ? 0 : -ERANGE;
+	return 0;
+}
+
+static int aheadfs_parse_param(struct fs_context *fc,
+			       struct fs_parameter *param)
+{
+	struct aheadfs_fs_context *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, aheadfs_param_specs, param, &result);
+	if (opt < 0)
+		return opt;
+
+	if (param->type == fs_value_is_string &&
+	    aheadfs_check_tunable(param->key, result.uint_32))
+		return invalfc(fc, "%s=%s out of range (see Documentation/aheadfs.rst)",
+			       param->key, param->string);
+
+	switch (opt) {
+	case Opt_prefetch:
+		ctx->prefetch_mode = result.uint_32;
+		break;
+	case Opt_txn_kb:
+		ctx->txn_kb = result.uint_32;
+		break;
+	case Opt_window_kb:
+		ctx->window_kb = result.uint_32;
+		break;
+	case Opt_attr_timeout_ms:
+		ctx->attr_timeout_ms = result.uint_32;
+		break;
+	case Opt_entry_timeout_ms:
+		ctx->entry_timeout_ms = result.uint_32;
+		break;
+	}
+	ctx->set |= BIT(opt);
+	return 0;
+}
+
+static void apply_tunables(struct aheadfs_sb_info *sbi,
+			   struct aheadfs_fs_context *ctx)
+{
+	if (ctx->set & BIT(Opt_prefetch))
+		WRITE_ONCE(sbi->prefetch_mode, ctx->prefetch_mode);
+	if (ctx->set & BIT(Opt_txn_kb))
+		WRITE_ONCE(sbi->txn_kb, ctx->txn_kb);
+	if (ctx->set & BIT(Opt_window_kb))
+		WRITE_ONCE(sbi->window_kb, ctx->window_kb);
+	if (ctx->set & BIT(Opt_attr_timeout_ms))
+		WRITE_ONCE(sbi->attr_timeout_ms, ctx->attr_timeout_ms);
+	if (ctx->set & BIT(Opt_entry_timeout_ms))
+		WRITE_ONCE(sbi->entry_timeout_ms, ctx->entry_timeout_ms);
+}
+
+static struct inode *aheadfs_alloc_inode(struct super_block *sb)
+{
+	struct aheadfs_inode_info *ai;
+
+	ai = alloc_inode_sb(sb, aheadfs_inode_cachep, GFP_KERNEL);
+	if (!ai)
+		return NULL;
+	ai->lower = NULL;
+	ai->attr_time = 0;
+	return &ai->vfs_inode;
+}
+
+static void aheadfs_free_inode(struct inode *inode)
+{
+	kmem_cache_free(aheadfs_inode_cachep, AHEADFS_I(inode));
+}
+
+static void aheadfs_evict_inode(struct inode *inode)
+{
+	struct inode *lower = AHEADFS_I(inode)->lower;
+
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	/* Dropped here rather than in free_inode, which may run from RCU. */
+	AHEADFS_I(inode)->lower = NULL;
+	iput(lower);
+}
+
+static int aheadfs_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct path lower;
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	aheadfs_lower_path(dentry, &lower);
+	err = vfs_statfs(&lower, buf);
+	if (!err)
+		buf->f_type = AHEADFS_MAGIC;
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_statfs, d_inode(dentry), t0,
+		       err);
+	return err;
+}
+
+/* syncfs(2) on the mount must reach the lower filesystem's dirty data. */
+static int aheadfs_sync_fs(struct super_block *sb, int wait)
+{
+	struct super_block *lower_sb = AHEADFS_SB(sb)->lower_sb;
+	int err;
+
+	if (!wait)
+		return 0;
+	down_read(&lower_sb->s_umount);
+	err = sync_filesystem(lower_sb);
+	up_read(&lower_sb->s_umount);
+	return err;
+}
+
+static int aheadfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(root->d_sb);
+
+	seq_printf(m, ",prefetch=%s,txn_kb=%u,window_kb=%u",
+		   aheadfs_prefetch_names[READ_ONCE(sbi->prefetch_mode)],
+		   READ_ONCE(sbi->txn_kb), READ_ONCE(sbi->window_kb));
+	seq_printf(m, ",attr_timeout_ms=%u,entry_timeout_ms=%u",
+		   READ_ONCE(sbi->attr_timeout_ms),
+		   READ_ONCE(sbi->entry_timeout_ms));
+	return 0;
+}
+
+static const struct super_operations aheadfs_sops = {
+	.alloc_inode	= aheadfs_alloc_inode,
+	.free_inode	= aheadfs_free_inode,
+	.evict_inode	= aheadfs_evict_inode,
+	.drop_inode	= generic_delete_inode,
+	.statfs		= aheadfs_statfs,
+	.sync_fs	= aheadfs_sync_fs,
+	.show_options	= aheadfs_show_options,
+};
+
+static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct aheadfs_fs_context *ctx = fc->fs_private;
+	struct aheadfs_sb_info *sbi;
+	struct super_block *lower_sb;
+	struct inode *inode;
+	struct dentry *root;
+	int err;
+
+	if (!fc->source)
+		return invalfc(fc, "missing LOWERDIR (mount -t aheadfs LOWERDIR MNT)");
+
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	sb->s_fs_info = sbi;
+	init_completion(&sbi->kobj_released);
+	sbi->prefetch_mode = ctx->prefetch_mode;
+	sbi->txn_kb = ctx->txn_kb;
+	sbi->window_kb = ctx->window_kb;
+	sbi->attr_timeout_ms = ctx->attr_timeout_ms;
+	sbi->entry_timeout_ms = ctx->entry_timeout_ms;
+
+	sbi->stats = alloc_percpu(struct aheadfs_stats);
+	if (!sbi->stats)
+		return -ENOMEM;
+
+	err = kern_path(fc->source, LOOKUP_FOLLOW | LOOKUP_DIRECTORY,
+			&sbi->lower);
+	if (err) {
+		errorfc(fc, "lower %s: %s (error %d)", fc->source,
+			err == -ENOENT ? "no such directory" :
+			err == -ENOTDIR ? "not a directory" : "lookup failed",
+			err);
+		return err;
+	}
+	lower_sb = sbi->lower.mnt->mnt_sb;
+	sbi->lower_sb = lower_sb;
+
+	sb->s_stack_depth = lower_sb->s_stack_depth + 1;
+	if (sb->s_stack_depth > FILESYSTEM_MAX_STACK_DEPTH)
+		return invalfc(fc, "lower %s is stacked too deep (max %d)",
+			       fc->source, FILESYSTEM_MAX_STACK_DEPTH);
+
+	sb->s_magic = AHEADFS_MAGIC;
+	sb->s_op = &aheadfs_sops;
+	sb->s_d_op = &aheadfs_dops;
+	sb->s_xattr = aheadfs_xattr_handlers;
+	sb->s_maxbytes = lower_sb->s_maxbytes;
+	sb->s_time_gran = lower_sb->s_time_gran;
+	sb->s_blocksize = lower_sb->s_blocksize;
+	sb->s_blocksize_bits = lower_sb->s_blocksize_bits;
+	sb->s_flags |= lower_sb->s_flags & SB_POSIXACL;
+	if (lower_sb->s_export_op && lower_sb->s_export_op->fh_to_dentry &&
+	    aheadfs_export_ops.fh_to_dentry)
+		sb->s_export_op = &aheadfs_export_ops;
+
+	inode = aheadfs_iget(sb, d_inode(sbi->lower.dentry));
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	root = d_make_root(inode);
+	if (!root)
+		return -ENOMEM;
+	sb->s_root = root;
+	err = aheadfs_new_dentry_info(root);
+	if (err)
+		return err;
+	aheadfs_set_lower_path(root, &sbi->lower);
+	path_get(&sbi->lower);
+
+	return aheadfs_sysfs_add(sb);
+}
+
+static int aheadfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_nodev(fc, aheadfs_fill_super);
+}
+
+static int aheadfs_reconfigure(struct fs_context *fc)
+{
+	apply_tunables(AHEADFS_SB(fc->root->d_sb), fc->fs_private);
+	return 0;
+}
+
+static void aheadfs_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
+static const struct fs_context_operations aheadfs_context_ops = {
+	.parse_param	= aheadfs_parse_param,
+	.get_tree	= aheadfs_get_tree,
+	.reconfigure	= aheadfs_reconfigure,
+	.free		= aheadfs_free_fc,
+};
+
+static int aheadfs_init_fs_context(struct fs_context *fc)
+{
+	struct aheadfs_fs_context *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->prefetch_mode = AHEADFS_PF_AHEAD;
+	ctx->txn_kb = AHEADFS_DEF_TXN_KB;
+	ctx->window_kb = AHEADFS_DEF_WINDOW_KB;
+	fc->fs_private = ctx;
+	fc->ops = &aheadfs_context_ops;
+	return 0;
+}
+
+static void aheadfs_kill_sb(struct super_block *sb)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+
+	if (sbi)
+		aheadfs_sysfs_del(sb);
+	kill_anon_super(sb);
+	if (sbi) {
+		path_put(&sbi->lower);
+		free_percpu(sbi->stats);
+		kfree(sbi);
+	}
+}
+
+static struct file_system_type aheadfs_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= AHEADFS_NAME,
+	.init_fs_context	= aheadfs_init_fs_context,
+	.parameters		= aheadfs_param_specs,
+	.kill_sb		= aheadfs_kill_sb,
+	.fs_flags		= FS_ALLOW_IDMAP,
+};
+MODULE_ALIAS_FS(AHEADFS_NAME);
+
+static void aheadfs_inode_init_once(void *obj)
+{
+	struct aheadfs_inode_info *ai = obj;
+
+	inode_init_once(&ai->vfs_inode);
+}
+
+static int __init aheadfs_init(void)
+{
+	int err;
+
+	aheadfs_inode_cachep = kmem_cache_create("aheadfs_inode",
+						 sizeof(struct aheadfs_inode_info),
+						 0, SLAB_RECLAIM_ACCOUNT |
+						 SLAB_ACCOUNT,
+						 aheadfs_inode_init_once);
+	if (!aheadfs_inode_cachep)
+		return -ENOMEM;
+	err = aheadfs_file_init();
+	if (err)
+		goto out_inode_cache;
+	err = aheadfs_sysfs_init();
+	if (err)
+		goto out_file;
+	err = register_filesystem(&aheadfs_fs_type);
+	if (err)
+		goto out_sysfs;
+	return 0;
+
+out_sysfs:
+	aheadfs_sysfs_exit();
+out_file:
+	aheadfs_file_exit();
+out_inode_cache:
+	kmem_cache_destroy(aheadfs_inode_cachep);
+	return err;
+}
+
+static void __exit aheadfs_exit(void)
+{
+	unregister_filesystem(&aheadfs_fs_type);
+	aheadfs_sysfs_exit();
+	aheadfs_file_exit();
+	/* Inodes are freed through RCU; wait before destroying their cache. */
+	rcu_barrier();
+	kmem_cache_destroy(aheadfs_inode_cachep);
+}
+
+module_init(aheadfs_init);
+module_exit(aheadfs_exit);
+
+MODULE_DESCRIPTION("aheadfs: a stacking filesystem whose readahead stays ahead");
+MODULE_LICENSE("GPL");

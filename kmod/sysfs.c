@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /sys/fs/aheadfs/<major:minor>/: one read-write file per tunable, like
+ * /sys/block/<dev>/queue/read_ahead_kb, and `stats`, one "name value" line
+ * per counter, like /proc/vmstat.
+ */
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
+#include <linux/slab.h>
+#include "aheadfs.h"
+
+static struct kobject *aheadfs_root_kobj;
+
+struct aheadfs_attr {
+	struct attribute attr;
+	ssize_t (*show)(struct aheadfs_sb_info *sbi, char *buf);
+	ssize_t (*store)(struct aheadfs_sb_info *sbi, const char *name,
+			 const char *buf, size_t len);
+	size_t offset;		/* of the unsigned int tunable in sb_info */
+};
+
+static unsigned int *tunable(struct aheadfs_sb_info *sbi,
+			     const struct aheadfs_attr *a)
+{
+	return (unsigned int *)((char *)sbi + a->offset);
+}
+
+static ssize_t aheadfs_attr_show(struct kobject *kobj, struct attribute *attr,
+				 char *buf)
+{
+	struct aheadfs_sb_info *sbi = container_of(kobj, struct aheadfs_sb_info,
+						   kobj);
+	struct aheadfs_attr *a = container_of(attr, struct aheadfs_attr, attr);
+
+	if (a->show)
+		return a->show(sbi, buf);
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*tunable(sbi, a)));
+}
+
+static ssize_t aheadfs_attr_store(struct kobject *kobj, struct attribute *attr,
+				  const char *buf, size_t len)
+{
+	struct aheadfs_sb_info *sbi = container_of(kobj, struct aheadfs_sb_info,
+						   kobj);
+	struct aheadfs_attr *a = container_of(attr, struct aheadfs_attr, attr);
+	unsigned int val;
+	int err;
+
+	if (a->store)
+		return a->store(sbi, attr->name, buf, len);
+	err = kstrtouint(buf, 0, &val);
+	if (!err)
+		err = aheadfs_check_tunable(attr->name, val) ? -EINVAL : 0;
+	if (err) {
+		pr_warn_ratelimited(AHEADFS_NAME ": %s: invalid %s value '%.*s'\n",
+				    kobject_name(kobj), attr->name,
+				    (int)min_t(size_t, len, 32), buf);
+		return err;
+	}
+	WRITE_ONCE(*tunable(sbi, a), val);
+	return len;
+}
+
+static ssize_t prefetch_show(struct aheadfs_sb_info *sbi, char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  aheadfs_prefetch_names[READ_ONCE(sbi->prefetch_mode)]);
+}
+
+static ssize_t prefetch_store(struct aheadfs_sb_info *sbi, const char *name,
+			      const char *buf, size_t len)
+{
+	int mode = sysfs_match_string(aheadfs_prefetch_names, buf);
+
+	if (mode < 0) {
+		pr_warn_ratelimited(AHEADFS_NAME ": %s: invalid prefetch mode '%.*s' (ahead|legacy|kernel|off)\n",
+				    kobject_name(&sbi->kobj),
+				    (int)min_t(size_t, strcspn(buf, "\n"), 32),
+				    buf);
+		return -EINVAL;
+	}
+	WRITE_ONCE(sbi->prefetch_mode, mode);
+	return len;
+}
+
+#define AHEADFS_STAT_NAME(name)	#name,
+static const char *const stat_names[] = {
+	AHEADFS_STATS(AHEADFS_STAT_NAME)
+};
+
+static const char *const op_names[] = {
+	AHEADFS_META_OPS(AHEADFS_STAT_NAME)
+};
+#undef AHEADFS_STAT_NAME
+
+static ssize_t stats_show(struct aheadfs_sb_info *sbi, char *buf)
+{
+	u64 sum[AHEADFS_NR_STATS] = {}, ops[AHEADFS_NR_META_OPS] = {};
+	int cpu, i, n = 0;
+
+	for_each_possible_cpu(cpu) {
+		struct aheadfs_stats *s = per_cpu_ptr(sbi->stats, cpu);
+
+		for (i = 0; i < AHEADFS_NR_STATS; i++)
+			sum[i] += READ_ONCE(s->v[i]);
+		for (i = 0; i < AHEADFS_NR_META_OPS; i++)
+			ops[i] += READ_ONCE(s->ops[i]);
+	}
+	for (i = 0; i < AHEADFS_NR_STATS; i++)
+		n += sysfs_emit_at(buf, n, "%s %llu\n", stat_names[i], sum[i]);
+	n += sysfs_emit_at(buf, n, "window_cur %lld\nwindow_peak %lld\n",
+			   (long long)atomic64_read(&sbi->window_cur),
+			   (long long)atomic64_read(&sbi->window_peak));
+	for (i = 0; i < AHEADFS_NR_META_OPS; i++)
+		n += sysfs_emit_at(buf, n, "op_%s %llu\n", op_names[i], ops[i]);
+	return n;
+}
+
+static ssize_t lower_show(struct aheadfs_sb_info *sbi, char *buf)
+{
+	char *tmp, *p;
+	ssize_t ret;
+
+	tmp = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!tmp)
+		return -ENOMEM;
+	p = d_path(&sbi->lower, tmp, PATH_MAX);
+	ret = IS_ERR(p) ? PTR_ERR(p) : sysfs_emit(buf, "%s\n", p);
+	kfree(tmp);
+	return ret;
+}
+
+#define TUNABLE(_name)							\
+static struct aheadfs_attr attr_##_name = {				\
+	.attr = { .name = #_name, .mode = 0644 },			\
+	.offset = offsetof(struct aheadfs_sb_info, _name),		\
+}
+
+TUNABLE(txn_kb);
+TUNABLE(window_kb);
+TUNABLE(attr_timeout_ms);
+TUNABLE(entry_timeout_ms);
+
+static struct aheadfs_attr attr_prefetch = {
+	.attr = { .name = "prefetch", .mode = 0644 },
+	.show = prefetch_show,
+	.store = prefetch_store,
+};
+
+static struct aheadfs_attr attr_stats = {
+	.attr = { .name = "stats", .mode = 0444 },
+	.show = stats_show,
+};
+
+static struct aheadfs_attr attr_lower = {
+	.attr = { .name = "lower", .mode = 0444 },
+	.show = lower_show,
+};
+
+static struct attribute *aheadfs_attrs[] = {
+	&attr_prefetch.attr,
+	&attr_txn_kb.attr,
+	&attr_window_kb.attr,
+	&attr_attr_timeout_ms.attr,
+	&attr_entry_timeout_ms.attr,
+	&attr_stats.attr,
+	&attr_lower.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(aheadfs);
+
+static void aheadfs_kobj_release(struct kobject *kobj)
+{
+	struct aheadfs_sb_info *sbi = container_of(kobj, struct aheadfs_sb_info,
+						   kobj);
+
+	complete(&sbi->kobj_released);
+}
+
+static const struct sysfs_ops aheadfs_sysfs_ops = {
+	.show	= aheadfs_attr_show,
+	.store	= aheadfs_attr_store,
+};
+
+static const struct kobj_type aheadfs_ktype = {
+	.sysfs_ops	= &aheadfs_sysfs_ops,
+	.default_groups	= aheadfs_groups,
+	.release	= aheadfs_kobj_release,
+};
+
+int aheadfs_sysfs_add(struct super_block *sb)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	int err;
+
+	err = kobject_init_and_add(&sbi->kobj, &aheadfs_ktype,
+				   aheadfs_root_kobj, "%u:%u",
+				   MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	sbi->kobj_added = true;
+	return err;
+}
+
+void aheadfs_sysfs_del(struct super_block *sb)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+
+	if (!sbi->kobj_added)
+		return;
+	kobject_del(&sbi->kobj);
+	kobject_put(&sbi->kobj);
+	/* sbi, which embeds the kobject, is freed right after this. */
+	wait_for_completion(&sbi->kobj_released);
+}
+
+int aheadfs_sysfs_init(void)
+{
+	aheadfs_root_kobj = kobject_create_and_add(AHEADFS_NAME, fs_kobj);
+	return aheadfs_root_kobj ? 0 : -ENOMEM;
+}
+
+void aheadfs_sysfs_exit(void)
+{
+	kobject_put(aheadfs_root_kobj);
+}
