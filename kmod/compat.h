@@ -48,6 +48,24 @@ typedef struct user_namespace aheadfs_idmap_t;
 #define aheadfs_splice_read	generic_file_splice_read
 #endif
 
+/*
+ * From 6.8 the VFS passes AT_GETATTR_NOSEC down to a stacked getattr when it
+ * has already made the security check; vfs_getattr() refuses that flag.
+ */
+#ifdef AT_GETATTR_NOSEC
+static inline int aheadfs_vfs_getattr(const struct path *path,
+				      struct kstat *stat, u32 mask,
+				      unsigned int flags)
+{
+	if (flags & AT_GETATTR_NOSEC)
+		return vfs_getattr_nosec(path, stat, mask, flags);
+	return vfs_getattr(path, stat, mask, flags);
+}
+#else
+#define aheadfs_vfs_getattr(path, stat, mask, flags) \
+	vfs_getattr(path, stat, mask, flags)
+#endif
+
 #ifndef IOCB_DIO_CALLER_COMP
 #define IOCB_DIO_CALLER_COMP	0
 #endif

@@ -482,7 +482,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	}
 
 	aheadfs_lower_path(dentry, &lower_path);
-	err = vfs_getattr(&lower_path, stat, request_mask, query_flags);
+	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
+				  query_flags);
 	if (err)
 		goto out;
 	aheadfs_copy_attr(inode);
