@@ -442,6 +442,8 @@ static int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 	lower_path = lower_file->f_path;
 	path_get(&lower_path);
 	aheadfs_set_lower_path(dentry, &lower_path);
+	/* d_tmpfile() drops the one link a new inode is expected to have. */
+	set_nlink(inode, 1);
 	d_tmpfile(file, inode);
 	err = finish_open_simple(file, 0);
 out_fput:

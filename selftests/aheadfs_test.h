@@ -229,7 +229,8 @@ static inline int ahfs_make_file(const char *path, off_t len)
 	if (fd < 0)
 		return -errno;
 	while (off < len) {
-		size_t n = len - off < (off_t)sizeof(buf) ? len - off : sizeof(buf);
+		size_t n = len - off < (off_t)sizeof(buf) ? (size_t)(len - off) :
+			   sizeof(buf);
 		size_t i;
 
 		for (i = 0; i < n; i++)
