@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs attributes: getattr/statx follow the lower, setattr reaches it,
+ * xattrs (user, trusted, security, POSIX ACLs) pass both ways, statfs is
+ * the lower's, and the opt-in attribute cache behaves as documented.
+ */
+#include "aheadfs_test.h"
+
+#include <sys/statfs.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
+
+FIXTURE(attr) {
+	struct ahfs fs;
+	char m[PATH_MAX];
+	char l[PATH_MAX];
+};
+
+FIXTURE_SETUP(attr)
+{
+	ASSERT_EQ(0, ahfs_setup(&self->fs, "attr", ""));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->m, "f"), 1000));
+	ahfs_l(&self->fs, self->l, "f");
+}
+
+FIXTURE_TEARDOWN(attr)
+{
+	ahfs_teardown(&self->fs);
+}
+
+static void same_stat(struct __test_metadata *_metadata, const char *m,
+		      const char *l)
+{
+	struct stat a, b;
+
+	ASSERT_EQ(0, lstat(m, &a));
+	ASSERT_EQ(0, lstat(l, &b));
+	EXPECT_EQ(b.st_ino, a.st_ino);
+	EXPECT_EQ(b.st_mode, a.st_mode);
+	EXPECT_EQ(b.st_nlink, a.st_nlink);
+	EXPECT_EQ(b.st_uid, a.st_uid);
+	EXPECT_EQ(b.st_gid, a.st_gid);
+	EXPECT_EQ(b.st_size, a.st_size);
+	EXPECT_EQ(b.st_blocks, a.st_blocks);
+	EXPECT_EQ(b.st_mtim.tv_sec, a.st_mtim.tv_sec);
+	EXPECT_EQ(b.st_mtim.tv_nsec, a.st_mtim.tv_nsec);
+	EXPECT_EQ(b.st_ctim.tv_nsec, a.st_ctim.tv_nsec);
+}
+
+TEST_F(attr, stat_follows_lower)
+{
+	struct statx sx;
+
+	same_stat(_metadata, self->m, self->l);
+	ASSERT_EQ(0, ahfs_run("chmod 0604 '%s'; truncate -s 4321 '%s'",
+			      self->l, self->l));
+	same_stat(_metadata, self->m, self->l);
+	same_stat(_metadata, self->fs.mnt, self->fs.lower);
+
+	ASSERT_EQ(0, statx(AT_FDCWD, self->m, 0, STATX_ALL, &sx));
+	EXPECT_EQ(4321, sx.stx_size);
+	EXPECT_TRUE(sx.stx_mask & STATX_INO);
+}
+
+TEST_F(attr, setattr_reaches_lower)
+{
+	struct timeval tv[2] = { { 1000000000, 0 }, { 1200000000, 500000 } };
+	struct stat st;
+	int fd;
+
+	ASSERT_EQ(0, chmod(self->m, 0640));
+	ASSERT_EQ(0, chown(self->m, 1234, 5678));
+	ASSERT_EQ(0, truncate(self->m, 1 << 20));
+	ASSERT_EQ(0, utimes(self->m, tv));
+	ASSERT_EQ(0, stat(self->l, &st));
+	EXPECT_EQ(0640, st.st_mode & 07777);
+	EXPECT_EQ(1234, st.st_uid);
+	EXPECT_EQ(5678, st.st_gid);
+	EXPECT_EQ(1 << 20, st.st_size);
+	EXPECT_EQ(1000000000, st.st_atim.tv_sec);
+	EXPECT_EQ(1200000000, st.st_mtim.tv_sec);
+	EXPECT_EQ(500000000, st.st_mtim.tv_nsec);
+	same_stat(_metadata, self->m, self->l);
+
+	/* ftruncate goes through the open file. */
+	fd = open(self->m, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 10));
+	ASSERT_EQ(0, fchmod(fd, 0600));
+	close(fd);
+	ASSERT_EQ(0, stat(self->l, &st));
+	EXPECT_EQ(10, st.st_size);
+	EXPECT_EQ(0600, st.st_mode & 07777);
+
+	/* chown drops setuid, as on the lower. */
+	ASSERT_EQ(0, chmod(self->m, 04755));
+	ASSERT_EQ(0, chown(self->m, 0, 0));
+	ASSERT_EQ(0, stat(self->l, &st));
+	EXPECT_EQ(0, st.st_mode & 04000);
+}
+
+TEST_F(attr, xattrs_both_ways)
+{
+	char buf[256] = {}, list[1024] = {};
+	ssize_t n;
+
+	ASSERT_EQ(0, setxattr(self->m, "user.up", "v1", 2, 0));
+	ASSERT_EQ(2, getxattr(self->l, "user.up", buf, sizeof(buf)));
+	EXPECT_STREQ("v1", buf);
+	ASSERT_EQ(0, setxattr(self->l, "user.down", "v22", 3, 0));
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(3, getxattr(self->m, "user.down", buf, sizeof(buf)));
+	EXPECT_STREQ("v22", buf);
+	EXPECT_EQ(3, getxattr(self->m, "user.down", NULL, 0));
+
+	EXPECT_EQ(-1, setxattr(self->m, "user.up", "x", 1, XATTR_CREATE));
+	EXPECT_EQ(EEXIST, errno);
+	EXPECT_EQ(-1, setxattr(self->m, "user.none", "x", 1, XATTR_REPLACE));
+	EXPECT_EQ(ENODATA, errno);
+	EXPECT_EQ(-1, getxattr(self->m, "user.up", buf, 1));
+	EXPECT_EQ(ERANGE, errno);
+
+	ASSERT_EQ(0, setxattr(self->m, "trusted.t", "tt", 2, 0));
+	ASSERT_EQ(2, getxattr(self->l, "trusted.t", buf, sizeof(buf)));
+	ASSERT_EQ(0, setxattr(self->m, "security.aheadfs", "s", 1, 0));
+	ASSERT_EQ(1, getxattr(self->l, "security.aheadfs", buf, sizeof(buf)));
+
+	n = listxattr(self->m, list, sizeof(list));
+	ASSERT_LT(0, n);
+	EXPECT_EQ(listxattr(self->l, buf, 0), n);
+	EXPECT_TRUE(memmem(list, n, "user.up", 8) != NULL);
+	EXPECT_TRUE(memmem(list, n, "user.down", 10) != NULL);
+
+	ASSERT_EQ(0, removexattr(self->m, "user.up"));
+	EXPECT_EQ(-1, getxattr(self->l, "user.up", buf, sizeof(buf)));
+	EXPECT_EQ(ENODATA, errno);
+	EXPECT_EQ(-1, removexattr(self->m, "user.up"));
+	EXPECT_EQ(ENODATA, errno);
+	EXPECT_EQ(-1, setxattr(self->m, "bogus.ns", "x", 1, 0));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+}
+
+TEST_F(attr, posix_acls)
+{
+	char d[PATH_MAX], f[PATH_MAX];
+	int n;
+
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:4321:rw- '%s'", self->m));
+	ASSERT_EQ(0, ahfs_run("getfacl -cp '%s' 2>/dev/null | grep -qx 'user:4321:rw-'",
+			      self->l));
+	ASSERT_EQ(0, ahfs_run("getfacl -cp '%s' 2>/dev/null | grep -qx 'user:4321:rw-'",
+			      self->m));
+
+	/* A default ACL set through the mount is inherited by new files. */
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, d, "acl"), 0755));
+	ASSERT_EQ(0, ahfs_run("setfacl -d -m u:999:r-x '%s'", d));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, f, "acl/new"), 1));
+	ASSERT_EQ(0, ahfs_run("getfacl -cp '%s' 2>/dev/null | grep -q '^user:999:r-x'",
+			      ahfs_l(&self->fs, f, "acl/new")));
+
+	/* The ACL grants access through the mount as on the lower. */
+	ASSERT_EQ(0, ahfs_run("setfacl -b '%s'", self->m));
+	n = ahfs_run("getfacl -cp '%s' 2>/dev/null | grep -q 'user:4321'", self->l);
+	EXPECT_NE(0, n);
+}
+
+TEST_F(attr, statfs_is_lower)
+{
+	struct statfs a, b;
+
+	ASSERT_EQ(0, statfs(self->fs.mnt, &a));
+	ASSERT_EQ(0, statfs(self->fs.lower, &b));
+	EXPECT_EQ(0xa4ead0f5, (unsigned long)a.f_type);
+	EXPECT_EQ(b.f_bsize, a.f_bsize);
+	EXPECT_EQ(b.f_blocks, a.f_blocks);
+	EXPECT_EQ(b.f_files, a.f_files);
+}
+
+/* attr_timeout_ms: off by default; when set, served from cache. */
+TEST_F(attr, attr_cache_opt_in)
+{
+	struct statx sx;
+	struct stat st;
+	long long hits;
+
+	/* Default: every stat sees the lower at once. */
+	ASSERT_EQ(0, stat(self->m, &st));
+	ASSERT_EQ(0, chmod(self->l, 0611));
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(0611, st.st_mode & 07777);
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "attr_cache_hits"));
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "600000"));
+	ASSERT_EQ(0, stat(self->m, &st));
+	hits = ahfs_stat(&self->fs, "attr_cache_hits");
+	ASSERT_EQ(0, chmod(self->l, 0622));
+	ASSERT_EQ(0, stat(self->m, &st));
+	/* A change behind the mount's back is not seen within the timeout... */
+	EXPECT_EQ(0611, st.st_mode & 07777);
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "attr_cache_hits"));
+	/* ...but the mount's own changes are. */
+	ASSERT_EQ(0, chmod(self->m, 0644));
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+	ASSERT_EQ(0, truncate(self->m, 77));
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(77, st.st_size);
+	/* AT_STATX_FORCE_SYNC bypasses the cache. */
+	ASSERT_EQ(0, chmod(self->l, 0600));
+	ASSERT_EQ(0, statx(AT_FDCWD, self->m, AT_STATX_FORCE_SYNC, STATX_MODE,
+			   &sx));
+	EXPECT_EQ(0600, sx.stx_mode & 07777);
+	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "0"));
+	ASSERT_EQ(0, chmod(self->l, 0604));
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(0604, st.st_mode & 07777);
+}
+
+TEST_HARNESS_MAIN
