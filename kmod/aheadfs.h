@@ -35,50 +35,76 @@ enum aheadfs_prefetch_mode {
 extern const char *const aheadfs_prefetch_names[AHEADFS_PF_NR_MODES];
 
 /*
- * Every counter in /sys/fs/aheadfs/<id>/stats, in print order.  Counters are
- * per-CPU and summed on read; gauges (the window) live in the sb_info.
+ * Every counter in /sys/fs/aheadfs/<id>/stats, in print order (names in
+ * sysfs.c).  Counters are per-CPU and summed on read; gauges (the window)
+ * live in the sb_info.
  */
-#define AHEADFS_STATS(X)						\
-	X(read_reqs)		X(read_bytes)				\
-	X(read_txns)		X(read_present_bytes)			\
-	X(read_absent_bytes)	X(absent_reqs)				\
-	X(uncached_tails)						\
-	X(write_reqs)		X(write_bytes)				\
-	X(prefetch_chunks)	X(prefetch_bytes)			\
-	X(prefetch_hit_bytes)	X(prefetch_wasted_bytes)		\
-	X(copy_reqs)		X(copy_bytes)				\
-	X(copy_clone)		X(copy_lower)		X(copy_chunked)	\
-	X(clone_reqs)		X(dedupe_reqs)				\
-	X(revalidate_fail)						\
-	X(attr_cache_hits)	X(entry_cache_hits)
+enum aheadfs_stat {
+	AHEADFS_STAT_read_reqs,
+	AHEADFS_STAT_read_bytes,
+	AHEADFS_STAT_read_txns,
+	AHEADFS_STAT_read_present_bytes,
+	AHEADFS_STAT_read_absent_bytes,
+	AHEADFS_STAT_absent_reqs,
+	AHEADFS_STAT_uncached_tails,
+	AHEADFS_STAT_write_reqs,
+	AHEADFS_STAT_write_bytes,
+	AHEADFS_STAT_prefetch_chunks,
+	AHEADFS_STAT_prefetch_bytes,
+	AHEADFS_STAT_prefetch_hit_bytes,
+	AHEADFS_STAT_prefetch_wasted_bytes,
+	AHEADFS_STAT_copy_reqs,
+	AHEADFS_STAT_copy_bytes,
+	AHEADFS_STAT_copy_clone,
+	AHEADFS_STAT_copy_lower,
+	AHEADFS_STAT_copy_chunked,
+	AHEADFS_STAT_clone_reqs,
+	AHEADFS_STAT_dedupe_reqs,
+	AHEADFS_STAT_revalidate_fail,
+	AHEADFS_STAT_attr_cache_hits,
+	AHEADFS_STAT_entry_cache_hits,
+	AHEADFS_NR_STATS
+};
 
 /*
  * Operations counted as op_<name> in stats and reported by the aheadfs_meta
- * tracepoint.  The order is ABI: bpf/aheadtrace.h mirrors it.
+ * tracepoint.  The values are ABI: bpf/aheadtrace.h mirrors them.
  */
-#define AHEADFS_META_OPS(X)						\
-	X(lookup)	X(create)	X(mkdir)	X(rmdir)	\
-	X(unlink)	X(rename)	X(link)		X(symlink)	\
-	X(mknod)	X(tmpfile)	X(readdir)	X(getattr)	\
-	X(setattr)	X(open)		X(release)	X(fsync)	\
-	X(mmap)		X(fallocate)	X(llseek)	X(fadvise)	\
-	X(getxattr)	X(setxattr)	X(listxattr)	X(statfs)	\
-	X(ioctl)	X(revalidate)	X(readlink)	X(permission)	\
-	X(write)	X(read)		X(copy)		X(remap)
-
-#define AHEADFS_STAT_ENUM(name)	AHEADFS_STAT_##name,
-enum aheadfs_stat {
-	AHEADFS_STATS(AHEADFS_STAT_ENUM)
-	AHEADFS_NR_STATS
-};
-#undef AHEADFS_STAT_ENUM
-
-#define AHEADFS_OP_ENUM(name)	AHEADFS_OP_##name,
 enum aheadfs_meta_op {
-	AHEADFS_META_OPS(AHEADFS_OP_ENUM)
+	AHEADFS_OP_lookup,
+	AHEADFS_OP_create,
+	AHEADFS_OP_mkdir,
+	AHEADFS_OP_rmdir,
+	AHEADFS_OP_unlink,
+	AHEADFS_OP_rename,
+	AHEADFS_OP_link,
+	AHEADFS_OP_symlink,
+	AHEADFS_OP_mknod,
+	AHEADFS_OP_tmpfile,
+	AHEADFS_OP_readdir,
+	AHEADFS_OP_getattr,
+	AHEADFS_OP_setattr,
+	AHEADFS_OP_open,
+	AHEADFS_OP_release,
+	AHEADFS_OP_fsync,
+	AHEADFS_OP_mmap,
+	AHEADFS_OP_fallocate,
+	AHEADFS_OP_llseek,
+	AHEADFS_OP_fadvise,
+	AHEADFS_OP_getxattr,
+	AHEADFS_OP_setxattr,
+	AHEADFS_OP_listxattr,
+	AHEADFS_OP_statfs,
+	AHEADFS_OP_ioctl,
+	AHEADFS_OP_revalidate,
+	AHEADFS_OP_readlink,
+	AHEADFS_OP_permission,
+	AHEADFS_OP_write,
+	AHEADFS_OP_read,
+	AHEADFS_OP_copy,
+	AHEADFS_OP_remap,
 	AHEADFS_NR_META_OPS
 };
-#undef AHEADFS_OP_ENUM
 
 struct aheadfs_stats {
 	u64 v[AHEADFS_NR_STATS];

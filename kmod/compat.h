@@ -14,12 +14,12 @@
 #include "aheadfs_config.h"
 
 #ifdef AHEADFS_HAVE_MNT_IDMAP
-typedef struct mnt_idmap aheadfs_idmap_t;
+#define aheadfs_idmap_t			struct mnt_idmap
 #define aheadfs_mnt_idmap(mnt)		mnt_idmap(mnt)
 #define AHEADFS_RD_OLD_IDMAP		old_mnt_idmap
 #define AHEADFS_RD_NEW_IDMAP		new_mnt_idmap
 #else
-typedef struct user_namespace aheadfs_idmap_t;
+#define aheadfs_idmap_t			struct user_namespace
 #define aheadfs_mnt_idmap(mnt)		mnt_user_ns(mnt)
 #define AHEADFS_RD_OLD_IDMAP		old_mnt_userns
 #define AHEADFS_RD_NEW_IDMAP		new_mnt_userns

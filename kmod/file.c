@@ -283,8 +283,10 @@ static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
 		err = -EIO;
 		goto out;
 	}
-	/* The mapping is the lower file's: coherent with read, write and
-	 * with direct users of the lower file. */
+	/*
+	 * The mapping is the lower file's: coherent with read, write and
+	 * with direct users of the lower file.
+	 */
 	vma_set_file(vma, lower);
 	err = call_mmap(vma->vm_file, vma);
 out:

@@ -20,8 +20,10 @@ static aheadfs_idmap_t *lower_idmap(struct super_block *sb)
 	return aheadfs_mnt_idmap(AHEADFS_SB(sb)->lower.mnt);
 }
 
-/* Refresh the attributes the VFS reads from our inode (and restart the
- * attribute cache: the mount's own changes invalidate it). */
+/*
+ * Refresh the attributes the VFS reads from our inode, and restart the
+ * attribute cache: the mount's own changes invalidate it.
+ */
 void aheadfs_copy_attr(struct inode *inode)
 {
 	struct inode *lower = aheadfs_lower_inode(inode);

@@ -83,15 +83,66 @@ static ssize_t prefetch_store(struct aheadfs_sb_info *sbi, const char *name,
 	return len;
 }
 
-#define AHEADFS_STAT_NAME(name)	#name,
-static const char *const stat_names[] = {
-	AHEADFS_STATS(AHEADFS_STAT_NAME)
+static const char *const stat_names[AHEADFS_NR_STATS] = {
+	[AHEADFS_STAT_read_reqs] = "read_reqs",
+	[AHEADFS_STAT_read_bytes] = "read_bytes",
+	[AHEADFS_STAT_read_txns] = "read_txns",
+	[AHEADFS_STAT_read_present_bytes] = "read_present_bytes",
+	[AHEADFS_STAT_read_absent_bytes] = "read_absent_bytes",
+	[AHEADFS_STAT_absent_reqs] = "absent_reqs",
+	[AHEADFS_STAT_uncached_tails] = "uncached_tails",
+	[AHEADFS_STAT_write_reqs] = "write_reqs",
+	[AHEADFS_STAT_write_bytes] = "write_bytes",
+	[AHEADFS_STAT_prefetch_chunks] = "prefetch_chunks",
+	[AHEADFS_STAT_prefetch_bytes] = "prefetch_bytes",
+	[AHEADFS_STAT_prefetch_hit_bytes] = "prefetch_hit_bytes",
+	[AHEADFS_STAT_prefetch_wasted_bytes] = "prefetch_wasted_bytes",
+	[AHEADFS_STAT_copy_reqs] = "copy_reqs",
+	[AHEADFS_STAT_copy_bytes] = "copy_bytes",
+	[AHEADFS_STAT_copy_clone] = "copy_clone",
+	[AHEADFS_STAT_copy_lower] = "copy_lower",
+	[AHEADFS_STAT_copy_chunked] = "copy_chunked",
+	[AHEADFS_STAT_clone_reqs] = "clone_reqs",
+	[AHEADFS_STAT_dedupe_reqs] = "dedupe_reqs",
+	[AHEADFS_STAT_revalidate_fail] = "revalidate_fail",
+	[AHEADFS_STAT_attr_cache_hits] = "attr_cache_hits",
+	[AHEADFS_STAT_entry_cache_hits] = "entry_cache_hits",
 };
 
-static const char *const op_names[] = {
-	AHEADFS_META_OPS(AHEADFS_STAT_NAME)
+static const char *const op_names[AHEADFS_NR_META_OPS] = {
+	[AHEADFS_OP_lookup] = "lookup",
+	[AHEADFS_OP_create] = "create",
+	[AHEADFS_OP_mkdir] = "mkdir",
+	[AHEADFS_OP_rmdir] = "rmdir",
+	[AHEADFS_OP_unlink] = "unlink",
+	[AHEADFS_OP_rename] = "rename",
+	[AHEADFS_OP_link] = "link",
+	[AHEADFS_OP_symlink] = "symlink",
+	[AHEADFS_OP_mknod] = "mknod",
+	[AHEADFS_OP_tmpfile] = "tmpfile",
+	[AHEADFS_OP_readdir] = "readdir",
+	[AHEADFS_OP_getattr] = "getattr",
+	[AHEADFS_OP_setattr] = "setattr",
+	[AHEADFS_OP_open] = "open",
+	[AHEADFS_OP_release] = "release",
+	[AHEADFS_OP_fsync] = "fsync",
+	[AHEADFS_OP_mmap] = "mmap",
+	[AHEADFS_OP_fallocate] = "fallocate",
+	[AHEADFS_OP_llseek] = "llseek",
+	[AHEADFS_OP_fadvise] = "fadvise",
+	[AHEADFS_OP_getxattr] = "getxattr",
+	[AHEADFS_OP_setxattr] = "setxattr",
+	[AHEADFS_OP_listxattr] = "listxattr",
+	[AHEADFS_OP_statfs] = "statfs",
+	[AHEADFS_OP_ioctl] = "ioctl",
+	[AHEADFS_OP_revalidate] = "revalidate",
+	[AHEADFS_OP_readlink] = "readlink",
+	[AHEADFS_OP_permission] = "permission",
+	[AHEADFS_OP_write] = "write",
+	[AHEADFS_OP_read] = "read",
+	[AHEADFS_OP_copy] = "copy",
+	[AHEADFS_OP_remap] = "remap",
 };
-#undef AHEADFS_STAT_NAME
 
 static ssize_t stats_show(struct aheadfs_sb_info *sbi, char *buf)
 {
