@@ -18,6 +18,7 @@ struct aheadfs_aio {
 	struct kiocb iocb;
 	refcount_t ref;
 	struct kiocb *orig;
+	bool write;
 };
 
 static struct kmem_cache *aheadfs_aio_cachep;
@@ -45,7 +46,7 @@ static void aio_put(struct aheadfs_aio *aio)
 
 static void aio_cleanup(struct aheadfs_aio *aio)
 {
-	if (aio->iocb.ki_flags & IOCB_WRITE)
+	if (aio->write)
 		kiocb_end_write(&aio->iocb);
 	aio->orig->ki_pos = aio->iocb.ki_pos;
 }
@@ -93,8 +94,9 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 	aio->iocb.ki_flags &= ~IOCB_DIO_CALLER_COMP;
 	aio->iocb.ki_complete = aio_complete;
 	aio->orig = iocb;
+	aio->write = rw == WRITE;
 	refcount_set(&aio->ref, 2);
-	if (rw == WRITE) {
+	if (aio->write) {
 		kiocb_start_write(&aio->iocb);
 		ret = vfs_iocb_iter_write(lower, &aio->iocb, iter);
 	} else {
