@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * aheadfs readahead window arithmetic: the transaction split, stream
+ * detection and the window plan.  Pure logic with no kernel dependency, so
+ * that selftests/unit/ compiles it in user space and covers its edge cases
+ * in milliseconds; prefetch.c and sched.c call it under their own locks.
+ *
+ * All offsets are bytes in [0, AHEADFS_LOFF_MAX]; sums saturate there.
+ */
+#ifndef _AHEADFS_WINDOW_H
+#define _AHEADFS_WINDOW_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#include <stdbool.h>
+typedef uint64_t u64;
+typedef int64_t s64;
+typedef uint32_t u32;
+#endif
+
+#define AHEADFS_LOFF_MAX	0x7fffffffffffffffULL
+
+/* Streams tracked per open file (nfsd threads share one open file). */
+#define AHEADFS_PF_STREAMS	16
+/*
+ * A stream that is replaced without ever having been followed by a
+ * sequential request is a dud.  While AHEADFS_PF_DUD_LIMIT duds are on
+ * record, a new stream must be confirmed by a second, sequential request
+ * before anything is prefetched for it: random readers stop prefetch.
+ */
+#define AHEADFS_PF_DUD_LIMIT	4
+#define AHEADFS_PF_DUD_MAX	16
+
+static inline u64 aheadfs_min64(u64 a, u64 b)
+{
+	return a < b ? a : b;
+}
+
+static inline u64 aheadfs_max64(u64 a, u64 b)
+{
+	return a > b ? a : b;
+}
+
+/* a + b, saturated at AHEADFS_LOFF_MAX. */
+static inline u64 aheadfs_sat_add(u64 a, u64 b)
+{
+	if (a >= AHEADFS_LOFF_MAX || b >= AHEADFS_LOFF_MAX - a)
+		return AHEADFS_LOFF_MAX;
+	return a + b;
+}
+
+/* Number of transactions of @txn bytes that a request of @count takes. */
+static inline u64 aheadfs_txn_count(u64 count, u64 txn)
+{
+	return count / txn + (count % txn ? 1 : 0);
+}
+
+/* Length of the transaction that starts @done bytes into the request. */
+static inline u64 aheadfs_txn_len(u64 done, u64 count, u64 txn)
+{
+	return done >= count ? 0 : aheadfs_min64(count - done, txn);
+}
+
+struct aheadfs_stream {
+	u64 last_pos;	/* start of the stream's last request */
+	u64 next;	/* where its next sequential request starts */
+	u64 pf_start;	/* first prefetched byte not yet read or written off */
+	u64 ra_end;	/* end of what has been prefetched */
+	u64 win;	/* window: grows on sequential requests */
+	u64 gauge;	/* what this stream adds to the mount's window_cur */
+	u64 lru;
+	u32 hits;	/* sequential requests that followed the first */
+	bool live;
+	bool confirmed;	/* prefetch runs for this stream */
+};
+
+struct aheadfs_window {
+	struct aheadfs_stream s[AHEADFS_PF_STREAMS];
+	u64 tick;
+	u32 duds;
+};
+
+/* What prefetch.c knows about a request when it asks for a plan. */
+struct aheadfs_pf_req {
+	u64 pos;
+	u64 count;
+	u64 isize;	/* size of the lower file now */
+	u64 txn;	/* aheadfs_txn_size() */
+	u64 win_cap;	/* window_kb in bytes */
+	u64 mem_room;	/* bytes the mount's windows may still grow by */
+	bool legacy;
+};
+
+/* What to do for the request: issue, meter, write off. */
+struct aheadfs_pf_plan {
+	u64 issue_start, issue_end;	/* prefetch this range */
+	u64 hit_start, hit_end;		/* prefetched earlier, read now */
+	u64 wasted;			/* prefetched, never to be read */
+	s64 win_delta;			/* change of the mount's window_cur */
+	u64 win;			/* the stream's window after this */
+};
+
+static inline bool aheadfs_stream_match(const struct aheadfs_stream *s,
+					u64 pos)
+{
+	/*
+	 * Sequential, or resuming after a short read.  A forward jump, even
+	 * into the window, starts a new stream: another reader may be
+	 * starting there (disjoint regions of one file), and strided access
+	 * is served like random access.
+	 */
+	return s->live && pos >= s->last_pos && pos <= s->next;
+}
+
+/* Bytes a stream had prefetched that nobody has read yet. */
+static inline u64 aheadfs_stream_unread(const struct aheadfs_stream *s)
+{
+	return s->ra_end > s->pf_start ? s->ra_end - s->pf_start : 0;
+}
+
+static inline int aheadfs_window_slot(struct aheadfs_window *w, u64 pos,
+				      bool *found)
+{
+	int i, victim = 0;
+
+	*found = false;
+	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
+		if (aheadfs_stream_match(&w->s[i], pos)) {
+			*found = true;
+			return i;
+		}
+	}
+	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
+		if (!w->s[i].live)
+			return i;
+		if (w->s[i].lru < w->s[victim].lru)
+			victim = i;
+	}
+	return victim;
+}
+
+/* Legacy: one chunk of at most one transaction, for this request only. */
+static inline void aheadfs_legacy_plan(const struct aheadfs_pf_req *rq,
+				       struct aheadfs_pf_plan *p)
+{
+	u64 pos = aheadfs_min64(rq->pos, AHEADFS_LOFF_MAX);
+	u64 len = aheadfs_min64(rq->count, rq->txn);
+	u64 end = aheadfs_min64(aheadfs_sat_add(pos, len), rq->isize);
+
+	if (end > pos) {
+		p->issue_start = p->hit_start = pos;
+		p->issue_end = p->hit_end = end;
+		p->win = end - pos;
+	}
+}
+
+/*
+ * Plan one request: find or make its stream, meter what it reads of the
+ * stream's earlier prefetch, grow the window and say what to prefetch so
+ * that the window covers at least one more request of this size beyond the
+ * end of this one (less only when memory is short, or at end of file).
+ */
+static inline void aheadfs_window_plan(struct aheadfs_window *w,
+				       const struct aheadfs_pf_req *rq,
+				       struct aheadfs_pf_plan *p)
+{
+	u64 pos = aheadfs_min64(rq->pos, AHEADFS_LOFF_MAX);
+	u64 req = rq->count, end, cap, want, limit, ahead, low, hs, he;
+	struct aheadfs_stream *s;
+	bool found, fwd;
+	int i;
+
+	*p = (struct aheadfs_pf_plan){ 0 };
+	if (!req)
+		return;
+	if (rq->legacy) {
+		aheadfs_legacy_plan(rq, p);
+		return;
+	}
+	end = aheadfs_sat_add(pos, req);
+	/* The window may pass window_kb to cover one request beyond this. */
+	cap = aheadfs_max64(rq->win_cap, req);
+
+	i = aheadfs_window_slot(w, pos, &found);
+	s = &w->s[i];
+	if (!found) {
+		if (s->live) {
+			p->wasted += aheadfs_stream_unread(s);
+			p->win_delta -= (s64)s->gauge;
+			if (!s->hits && w->duds < AHEADFS_PF_DUD_MAX)
+				w->duds++;
+		}
+		*s = (struct aheadfs_stream){
+			.last_pos = pos, .next = end,
+			.pf_start = end, .ra_end = end,
+			.win = req, .live = true,
+			.confirmed = w->duds < AHEADFS_PF_DUD_LIMIT,
+		};
+		fwd = false;
+	} else {
+		fwd = pos == s->next;
+		hs = aheadfs_max64(pos, s->pf_start);
+		he = aheadfs_min64(end, s->ra_end);
+		if (he > hs) {
+			p->hit_start = hs;
+			p->hit_end = he;
+			s->pf_start = he;
+		}
+		if (end >= s->ra_end)
+			s->pf_start = s->ra_end = end;
+		if (fwd) {
+			if (!s->confirmed) {
+				s->confirmed = true;
+				w->duds /= 2;
+				s->pf_start = s->ra_end = end;
+				s->win = 0;
+			}
+			s->hits++;
+			s->win = s->win ? aheadfs_sat_add(s->win, s->win) : req;
+		}
+		s->last_pos = pos;
+		s->next = aheadfs_max64(s->next, end);
+	}
+	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);
+	s->lru = ++w->tick;
+
+	want = 0;
+	if (s->confirmed) {
+		/* Memory first: the room left, plus what this stream holds. */
+		limit = aheadfs_sat_add(rq->mem_room, s->gauge);
+		want = aheadfs_min64(s->win, limit);
+	}
+	p->win_delta += (s64)want - (s64)(found ? s->gauge : 0);
+	s->gauge = want;
+	p->win = want;
+	if (!want)
+		return;
+
+	/*
+	 * Top up when less than max(request, half the window) is left ahead
+	 * of this request's end, so that small requests issue big chunks.
+	 */
+	ahead = s->ra_end > end ? s->ra_end - end : 0;
+	low = aheadfs_min64(want, aheadfs_max64(req, want / 2));
+	if (ahead >= low)
+		return;
+	hs = aheadfs_max64(s->ra_end, end);
+	he = aheadfs_min64(aheadfs_sat_add(end, want), rq->isize);
+	if (he > hs) {
+		p->issue_start = hs;
+		p->issue_end = he;
+		s->ra_end = he;
+	}
+}
+
+/* Close: every stream's unread prefetch is wasted.  Returns the bytes. */
+static inline u64 aheadfs_window_drop(struct aheadfs_window *w,
+				      s64 *win_delta)
+{
+	u64 wasted = 0;
+	int i;
+
+	*win_delta = 0;
+	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
+		struct aheadfs_stream *s = &w->s[i];
+
+		if (!s->live)
+			continue;
+		wasted += aheadfs_stream_unread(s);
+		*win_delta -= (s64)s->gauge;
+		s->live = false;
+		s->gauge = 0;
+	}
+	return wasted;
+}
+
+#endif /* _AHEADFS_WINDOW_H */

@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests of kmod/window.h: the transaction split and the readahead
+ * window, against a simulated page cache (one bit per 4 KiB page).  Prints
+ * TAP.  Every request size of issue 3 is covered, plus the edges: window
+ * growth and cap, end of file, offsets near LLONG_MAX, concurrent streams,
+ * random, backward and strided access, memory room and runtime changes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <stdarg.h>
+#include "window.h"
+
+#define KIB		1024ULL
+#define MIB		(1024ULL * KIB)
+#define PG		4096ULL
+#define TXN		(8 * MIB)
+#define WINDOW		(64 * MIB)
+#define ROOM		(1ULL << 40)
+
+static int tests, failed;
+
+static void report(int ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void report(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	tests++;
+	if (!ok)
+		failed++;
+	printf("%sok %d ", ok ? "" : "not ", tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* The simulated lower page cache of one file. */
+struct sim {
+	unsigned char *bits;
+	u64 pages;
+	u64 isize;
+	struct aheadfs_window w;
+	u64 txn, win_cap, mem_room;
+	bool legacy;
+	/* Totals, as prefetch.c and sched.c would count them. */
+	u64 issued, hits, wasted, read, absent_reqs, tails, reqs;
+	s64 window_cur;
+	u64 window_peak;
+	int order_bad;		/* chunks not in ascending order */
+	u64 max_issue;
+};
+
+static void sim_init(struct sim *s, u64 isize)
+{
+	memset(s, 0, sizeof(*s));
+	s->isize = isize;
+	s->pages = (isize + PG - 1) / PG;
+	s->bits = calloc(s->pages / 8 + 1, 1);
+	if (!s->bits)
+		abort();
+	s->txn = TXN;
+	s->win_cap = WINDOW;
+	s->mem_room = ROOM;
+}
+
+static void sim_free(struct sim *s)
+{
+	free(s->bits);
+}
+
+static int has(struct sim *s, u64 pg)
+{
+	return pg < s->pages && (s->bits[pg / 8] >> (pg % 8)) & 1;
+}
+
+static void set(struct sim *s, u64 pg)
+{
+	if (pg < s->pages)
+		s->bits[pg / 8] |= 1 << (pg % 8);
+}
+
+static void evict(struct sim *s, u64 start, u64 end)
+{
+	u64 pg;
+
+	for (pg = start / PG; pg * PG < end && pg < s->pages; pg++)
+		s->bits[pg / 8] &= ~(1 << (pg % 8));
+}
+
+/* Present bytes of [start, end), as sched.c meters them. */
+static u64 present(struct sim *s, u64 start, u64 end, int *hole_first)
+{
+	u64 pg, n = 0, seen_hole = 0;
+
+	end = aheadfs_min64(end, s->isize);
+	*hole_first = 0;
+	for (pg = start / PG; pg * PG < end; pg++) {
+		u64 a = aheadfs_max64(pg * PG, start);
+		u64 b = aheadfs_min64((pg + 1) * PG, end);
+
+		if (has(s, pg)) {
+			n += b - a;
+			if (seen_hole)
+				*hole_first = 1;
+		} else {
+			seen_hole = 1;
+		}
+	}
+	return n;
+}
+
+/*
+ * One read request: plan, issue the prefetch in txn-size chunks (in
+ * ascending order), meter hits, then read.  Returns the absent bytes.
+ */
+static u64 sim_read(struct sim *s, u64 pos, u64 count)
+{
+	struct aheadfs_pf_req rq = {
+		.pos = pos, .count = count, .isize = s->isize, .txn = s->txn,
+		.win_cap = s->win_cap, .legacy = s->legacy,
+	};
+	struct aheadfs_pf_plan p;
+	u64 c, pg, end, have, want, absent;
+	int hole_first;
+
+	/* As prefetch.c does: the budget less the windows already held. */
+	rq.mem_room = s->mem_room > (u64)s->window_cur ?
+		      s->mem_room - s->window_cur : 0;
+	aheadfs_window_plan(&s->w, &rq, &p);
+	if (p.issue_end > s->max_issue)
+		s->max_issue = p.issue_end;
+	s->window_cur += p.win_delta;
+	if (s->window_cur < 0)
+		s->order_bad++;
+	if ((u64)s->window_cur > s->window_peak)
+		s->window_peak = s->window_cur;
+	s->wasted += p.wasted;
+	for (c = p.issue_start; c < p.issue_end; c += s->txn) {
+		u64 ce = aheadfs_min64(c + s->txn, p.issue_end);
+
+		if (c < p.issue_start)
+			s->order_bad++;
+		for (pg = c / PG; pg * PG < ce; pg++)
+			set(s, pg);
+		s->issued += ce - c;
+	}
+	if (p.hit_end > p.hit_start) {
+		have = present(s, p.hit_start, p.hit_end, &hole_first);
+		s->hits += have;
+		s->wasted += p.hit_end - p.hit_start - have;
+	}
+	end = aheadfs_min64(aheadfs_sat_add(pos, count), s->isize);
+	want = end > pos ? end - pos : 0;
+	have = want ? present(s, pos, end, &hole_first) : 0;
+	absent = want - have;
+	s->reqs++;
+	if (absent) {
+		s->absent_reqs++;
+		if (have && !hole_first)
+			s->tails++;
+	}
+	for (pg = pos / PG; pg * PG < end; pg++)
+		set(s, pg);
+	s->read += want;
+	return absent;
+}
+
+static void sim_close(struct sim *s)
+{
+	s64 d;
+
+	s->wasted += aheadfs_window_drop(&s->w, &d);
+	s->window_cur += d;
+}
+
+static const u64 sizes[] = {
+	4 * KIB, 128 * KIB, 1 * MIB, 8 * MIB, 8 * MIB + 256 * KIB,
+	16 * MIB, 32 * MIB,
+};
+
+static void test_txn_split(void)
+{
+	static const u64 want[] = { 1, 1, 1, 1, 2, 2, 4 };
+	unsigned int i;
+	u64 done, n, last;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		n = 0;
+		last = 0;
+		for (done = 0; done < sizes[i];
+		     done += aheadfs_txn_len(done, sizes[i], TXN)) {
+			last = aheadfs_txn_len(done, sizes[i], TXN);
+			n++;
+		}
+		report(n == want[i] && aheadfs_txn_count(sizes[i], TXN) == n &&
+		       done == sizes[i],
+		       "txn split of %llu bytes into %llu transactions of 8 MiB (last %llu)",
+		       (unsigned long long)sizes[i], (unsigned long long)n,
+		       (unsigned long long)last);
+	}
+	report(aheadfs_txn_len(0, 8 * MIB + 256 * KIB, TXN) == 8 * MIB &&
+	       aheadfs_txn_len(8 * MIB, 8 * MIB + 256 * KIB, TXN) == 256 * KIB &&
+	       aheadfs_txn_len(8 * MIB + 256 * KIB, 8 * MIB + 256 * KIB, TXN) == 0,
+	       "8 MiB + 256 KiB with txn 8 MiB is 8 MiB then 256 KiB");
+	report(aheadfs_txn_count(8 * MIB + 256 * KIB, 4 * KIB) == 2112 &&
+	       aheadfs_txn_count(1, TXN) == 1 && aheadfs_txn_count(0, TXN) == 0 &&
+	       aheadfs_txn_count(AHEADFS_LOFF_MAX, 1ULL << 30) == 1ULL << 33,
+	       "txn counts for txn 4 KiB, one byte, zero and LLONG_MAX");
+}
+
+/* Sequential cold read of the whole file in requests of @req. */
+static void seq_read(struct sim *s, u64 req, u64 *absent_after_first)
+{
+	u64 pos;
+
+	*absent_after_first = 0;
+	for (pos = 0; pos < s->isize; pos += req)
+		if (sim_read(s, pos, req) && pos)
+			(*absent_after_first)++;
+	sim_read(s, pos, req);	/* the read that returns 0 at EOF */
+}
+
+static void test_ahead_sizes(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct sim s;
+		u64 bad;
+
+		sim_init(&s, 8 * sizes[i] + 12345);
+		seq_read(&s, sizes[i], &bad);
+		sim_close(&s);
+		report(bad == 0 && s.absent_reqs == 1 && s.wasted == 0 &&
+		       s.hits + sizes[i] == s.read && s.window_cur == 0 &&
+		       !s.order_bad,
+		       "ahead, %llu-byte requests: absent only in the first of %llu (got %llu), hits %llu of %llu read, wasted %llu",
+		       (unsigned long long)sizes[i],
+		       (unsigned long long)s.reqs,
+		       (unsigned long long)s.absent_reqs,
+		       (unsigned long long)s.hits,
+		       (unsigned long long)s.read,
+		       (unsigned long long)s.wasted);
+		sim_free(&s);
+	}
+}
+
+static void test_legacy_tail(void)
+{
+	u64 req = 8 * MIB + 256 * KIB, bad;
+	struct sim a, l;
+
+	sim_init(&l, 40 * req);
+	l.legacy = true;
+	seq_read(&l, req, &bad);
+	sim_close(&l);
+	sim_init(&a, 40 * req);
+	seq_read(&a, req, &bad);
+	sim_close(&a);
+	report(l.tails * 10 >= (l.reqs - 1) * 9 && l.absent_reqs == l.tails &&
+	       a.absent_reqs == 1 && a.tails == 0,
+	       "8 MiB + 256 KiB: legacy %llu tails in %llu requests, ahead %llu absent requests",
+	       (unsigned long long)l.tails, (unsigned long long)l.reqs,
+	       (unsigned long long)a.absent_reqs);
+	report(l.issued <= l.reqs * TXN && l.wasted == 0,
+	       "legacy issues at most one txn per request (%llu bytes in %llu requests)",
+	       (unsigned long long)l.issued, (unsigned long long)l.reqs);
+	sim_free(&l);
+	sim_free(&a);
+}
+
+static void test_window_growth(void)
+{
+	struct sim s;
+	u64 pos, prev = 0, peak = 0;
+	int doubling = 1, i;
+	struct aheadfs_pf_req rq;
+	struct aheadfs_pf_plan p;
+
+	sim_init(&s, 1ULL << 30);
+	for (pos = 0, i = 0; pos < 256 * MIB; pos += 4 * KIB, i++) {
+		rq = (struct aheadfs_pf_req){ .pos = pos, .count = 4 * KIB,
+			.isize = s.isize, .txn = TXN, .win_cap = WINDOW,
+			.mem_room = ROOM };
+		aheadfs_window_plan(&s.w, &rq, &p);
+		if (i && i < 14 && p.win != 2 * prev)
+			doubling = 0;
+		prev = p.win;
+		peak = aheadfs_max64(peak, p.win);
+	}
+	report(doubling && peak == WINDOW && prev == WINDOW,
+	       "4 KiB requests: window doubles from 4 KiB and stops at window_kb (%llu)",
+	       (unsigned long long)peak);
+
+	/* A request larger than window_kb: the window covers one request. */
+	sim_free(&s);
+	sim_init(&s, 1ULL << 31);
+	for (pos = 0; pos < 800 * MIB; pos += 96 * MIB) {
+		rq = (struct aheadfs_pf_req){ .pos = pos, .count = 96 * MIB,
+			.isize = s.isize, .txn = TXN, .win_cap = WINDOW,
+			.mem_room = ROOM };
+		aheadfs_window_plan(&s.w, &rq, &p);
+		if (p.win != 96 * MIB || s.w.s[0].ra_end < pos + 192 * MIB)
+			break;
+	}
+	report(pos >= 800 * MIB,
+	       "96 MiB requests with window 64 MiB: window grows to 96 MiB, one request ahead");
+
+	/* window_kb lowered at runtime: the next request follows. */
+	rq.pos = pos;
+	rq.count = 1 * MIB;
+	rq.win_cap = 2 * MIB;
+	aheadfs_window_plan(&s.w, &rq, &p);
+	report(p.win == 2 * MIB, "window_kb lowered at runtime: window %llu",
+	       (unsigned long long)p.win);
+	rq.win_cap = 0;
+	rq.pos += rq.count;
+	aheadfs_window_plan(&s.w, &rq, &p);
+	report(p.win == 1 * MIB && s.w.s[0].ra_end >= rq.pos + 2 * MIB,
+	       "window_kb 0: the window still covers one request");
+	sim_free(&s);
+}
+
+static void test_eof(void)
+{
+	struct sim s;
+	u64 bad, isize = 10 * MIB + 100;
+
+	sim_init(&s, isize);
+	seq_read(&s, 1 * MIB, &bad);
+	report(s.max_issue == isize && bad == 0,
+	       "EOF: prefetch stops at i_size (%llu)",
+	       (unsigned long long)s.max_issue);
+	sim_close(&s);
+	report(s.wasted == 0 && s.issued == isize - 1 * MIB,
+	       "EOF: a whole-file read wastes nothing (issued %llu)",
+	       (unsigned long long)s.issued);
+	sim_free(&s);
+
+	/* Empty file and reads past EOF: nothing issued. */
+	sim_init(&s, 0);
+	sim_read(&s, 0, 1 * MIB);
+	sim_read(&s, 1 * MIB, 1 * MIB);
+	report(s.issued == 0 && s.absent_reqs == 0, "empty file: nothing issued");
+	sim_free(&s);
+}
+
+static void test_overflow(void)
+{
+	struct aheadfs_window w;
+	struct aheadfs_pf_req rq = {
+		.pos = AHEADFS_LOFF_MAX - 4096, .count = 64 * MIB,
+		.isize = AHEADFS_LOFF_MAX, .txn = TXN,
+		.win_cap = WINDOW, .mem_room = ROOM,
+	};
+	struct aheadfs_pf_plan p;
+	int ok = 1, i;
+
+	memset(&w, 0, sizeof(w));
+	for (i = 0; i < 4; i++) {
+		aheadfs_window_plan(&w, &rq, &p);
+		if (p.issue_end > AHEADFS_LOFF_MAX || p.issue_end < p.issue_start ||
+		    p.hit_end < p.hit_start)
+			ok = 0;
+		rq.pos = AHEADFS_LOFF_MAX;
+	}
+	report(ok && w.s[0].next == AHEADFS_LOFF_MAX,
+	       "offsets near LLONG_MAX saturate, never wrap");
+
+	memset(&w, 0, sizeof(w));
+	rq.pos = ULLONG_MAX;
+	rq.count = ULLONG_MAX;
+	aheadfs_window_plan(&w, &rq, &p);
+	report(p.issue_end <= AHEADFS_LOFF_MAX && p.issue_end >= p.issue_start &&
+	       aheadfs_sat_add(AHEADFS_LOFF_MAX, 1) == AHEADFS_LOFF_MAX &&
+	       aheadfs_sat_add(AHEADFS_LOFF_MAX - 1, 1) == AHEADFS_LOFF_MAX &&
+	       aheadfs_sat_add(1, AHEADFS_LOFF_MAX) == AHEADFS_LOFF_MAX &&
+	       aheadfs_sat_add(ULLONG_MAX, ULLONG_MAX) == AHEADFS_LOFF_MAX,
+	       "position and count of ULLONG_MAX: no wrap");
+
+	memset(&w, 0, sizeof(w));
+	rq = (struct aheadfs_pf_req){ .pos = 0, .count = 1ULL << 62,
+		.isize = AHEADFS_LOFF_MAX, .txn = TXN, .win_cap = WINDOW,
+		.mem_room = ROOM, .legacy = true };
+	aheadfs_window_plan(&w, &rq, &p);
+	report(p.issue_end - p.issue_start == TXN,
+	       "legacy with a huge request: one chunk of txn");
+}
+
+/* @n readers, interleaved request by request, each over its own range. */
+static void interleave(struct sim *s, int n, const u64 *start, u64 len,
+		       u64 req, u64 *bad)
+{
+	u64 off;
+	int i;
+
+	*bad = 0;
+	for (off = 0; off < len; off += req)
+		for (i = 0; i < n; i++)
+			if (sim_read(s, start[i] + off, req) && off)
+				(*bad)++;
+}
+
+static void test_concurrent(void)
+{
+	u64 start[16], bad, region = 16 * MIB;
+	struct sim s;
+	int i;
+
+	/* 4 readers on disjoint regions of one file. */
+	sim_init(&s, 4 * region);
+	for (i = 0; i < 4; i++)
+		start[i] = i * region;
+	interleave(&s, 4, start, region, 1 * MIB, &bad);
+	report(bad == 0 && s.absent_reqs == 4,
+	       "4 interleaved readers on disjoint regions: absent only at each start (%llu)",
+	       (unsigned long long)s.absent_reqs);
+	sim_free(&s);
+
+	/* As many streams as slots, 128 KiB requests. */
+	sim_init(&s, AHEADFS_PF_STREAMS * region);
+	for (i = 0; i < AHEADFS_PF_STREAMS; i++)
+		start[i] = i * region;
+	interleave(&s, AHEADFS_PF_STREAMS, start, region, 128 * KIB, &bad);
+	sim_close(&s);
+	report(bad == 0 && s.absent_reqs == AHEADFS_PF_STREAMS &&
+	       s.window_cur == 0,
+	       "%d interleaved streams on one file: absent only at each start",
+	       AHEADFS_PF_STREAMS);
+	sim_free(&s);
+
+	/* 8 MiB + 256 KiB, 4 streams. */
+	sim_init(&s, 4 * 80 * MIB);
+	for (i = 0; i < 4; i++)
+		start[i] = i * 80 * MIB;
+	interleave(&s, 4, start, 72 * MIB, 8 * MIB + 256 * KIB, &bad);
+	report(bad == 0, "4 interleaved 8 MiB + 256 KiB streams: no absent byte after each start");
+	report(s.window_peak <= 4 * WINDOW,
+	       "window_cur peak is the sum of the streams' windows (%llu)",
+	       (unsigned long long)s.window_peak);
+	sim_free(&s);
+}
+
+static void test_random(void)
+{
+	unsigned long long seed = 42;
+	struct sim s;
+	u64 i, n = 4000;
+
+	sim_init(&s, 1ULL << 30);
+	for (i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		sim_read(&s, ((seed >> 20) % (s.pages - 1)) * PG, 4 * KIB);
+	}
+	sim_close(&s);
+	report(s.wasted * 20 <= s.read,
+	       "random 4 KiB reads: wasted %llu of %llu bytes read (<= 5%%)",
+	       (unsigned long long)s.wasted, (unsigned long long)s.read);
+	report(s.issued * 20 <= s.read,
+	       "random 4 KiB reads: prefetch stops (%llu bytes issued)",
+	       (unsigned long long)s.issued);
+
+	/* Random, then sequential: the stream is confirmed and prefetched. */
+	{
+		u64 pos = 512 * MIB, bad = 0;
+
+		for (i = 0; i < 64; i++, pos += 1 * MIB)
+			if (sim_read(&s, pos, 1 * MIB) && i >= 2)
+				bad++;
+		report(bad == 0 && s.w.duds < AHEADFS_PF_DUD_MAX,
+		       "random then sequential: prefetch resumes from the third request (%llu absent)",
+		       (unsigned long long)bad);
+	}
+	sim_free(&s);
+}
+
+static void test_backward_strided(void)
+{
+	struct sim s;
+	u64 pos;
+	int i;
+
+	sim_init(&s, 256 * MIB);
+	for (i = 0, pos = 255 * MIB; i < 200; i++, pos -= 1 * MIB)
+		sim_read(&s, pos, 1 * MIB);
+	sim_close(&s);
+	report(s.wasted <= 20 * MIB && s.issued <= 20 * MIB,
+	       "backward reads: prefetch stops (issued %llu, wasted %llu)",
+	       (unsigned long long)s.issued, (unsigned long long)s.wasted);
+	sim_free(&s);
+
+	sim_init(&s, 1ULL << 30);
+	for (i = 0, pos = 0; i < 1000; i++, pos += 1 * MIB)
+		sim_read(&s, pos, 64 * KIB);
+	sim_close(&s);
+	report(s.wasted * 20 <= s.read + 20 * 64 * KIB,
+	       "strided reads (64 KiB every 1 MiB): wasted %llu of %llu read",
+	       (unsigned long long)s.wasted, (unsigned long long)s.read);
+	sim_free(&s);
+}
+
+static void test_memory_room(void)
+{
+	struct sim s;
+	u64 bad;
+
+	sim_init(&s, 256 * MIB);
+	s.mem_room = 0;
+	seq_read(&s, 1 * MIB, &bad);
+	report(s.issued == 0 && s.window_peak == 0,
+	       "no memory room: prefetch yields entirely");
+	sim_free(&s);
+
+	sim_init(&s, 256 * MIB);
+	s.mem_room = 4 * MIB;
+	seq_read(&s, 1 * MIB, &bad);
+	report(s.window_peak <= 4 * MIB && bad == 0,
+	       "memory room 4 MiB: window held at %llu, still one request ahead",
+	       (unsigned long long)s.window_peak);
+	sim_free(&s);
+}
+
+static void test_txn_runtime(void)
+{
+	struct sim s;
+	u64 pos, c, bad = 0, big = 0;
+	struct aheadfs_pf_req rq;
+	struct aheadfs_pf_plan p;
+
+	/* Chunks of the txn in force, ahead mode, txn changed mid-stream. */
+	sim_init(&s, 1ULL << 30);
+	for (pos = 0; pos < 512 * MIB; pos += 4 * MIB) {
+		s.txn = pos < 256 * MIB ? 8 * MIB : 1 * MIB;
+		rq = (struct aheadfs_pf_req){ .pos = pos, .count = 4 * MIB,
+			.isize = s.isize, .txn = s.txn, .win_cap = WINDOW,
+			.mem_room = ROOM };
+		aheadfs_window_plan(&s.w, &rq, &p);
+		for (c = p.issue_start; c < p.issue_end; c += s.txn)
+			if (aheadfs_min64(c + s.txn, p.issue_end) - c > s.txn)
+				big++;
+		if (pos >= 4 * MIB && s.w.s[0].ra_end < pos + 8 * MIB)
+			bad++;
+	}
+	report(!big && !bad, "ahead: window independent of txn, chunks never exceed it");
+
+	/* Legacy chunk follows txn. */
+	sim_free(&s);
+	sim_init(&s, 1ULL << 30);
+	s.legacy = true;
+	s.txn = 2 * MIB;
+	sim_read(&s, 0, 8 * MIB + 256 * KIB);
+	report(s.issued == 2 * MIB && s.tails == 1,
+	       "legacy: txn 2 MiB gives a 2 MiB chunk and a tail");
+	sim_free(&s);
+}
+
+static void test_eviction(void)
+{
+	struct sim s;
+	u64 pos;
+
+	sim_init(&s, 256 * MIB);
+	sim_read(&s, 0, 1 * MIB);
+	sim_read(&s, 1 * MIB, 1 * MIB);
+	/* Memory pressure evicts what was prefetched ahead. */
+	evict(&s, 2 * MIB, 256 * MIB);
+	pos = 2 * MIB;
+	sim_read(&s, pos, 1 * MIB);
+	report(s.wasted == 1 * MIB && s.absent_reqs == 2,
+	       "evicted prefetch is counted as wasted (%llu)",
+	       (unsigned long long)s.wasted);
+	sim_close(&s);
+	sim_free(&s);
+}
+
+int main(void)
+{
+	printf("TAP version 13\n");
+	test_txn_split();
+	test_ahead_sizes();
+	test_legacy_tail();
+	test_window_growth();
+	test_eof();
+	test_overflow();
+	test_concurrent();
+	test_random();
+	test_backward_strided();
+	test_memory_room();
+	test_txn_runtime();
+	test_eviction();
+	printf("1..%d\n", tests);
+	return failed ? 1 : 0;
+}
