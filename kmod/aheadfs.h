@@ -255,6 +255,16 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi);
 ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to);
 
+/* Bytes of a range found in the lower page cache, summed in offset order. */
+struct aheadfs_presence {
+	u64 present;
+	u64 absent;
+	bool hole_first;	/* an absent byte came before a present one */
+};
+
+void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
+			    u64 len, struct aheadfs_presence *pr);
+
 /* prefetch.c */
 int aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);

@@ -1,30 +1,180 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * aheadfs read scheduler: aheadfs_txn_size(), the one source of every I/O
- * size, and the split of a read into transactions.  (Placeholder: forwards
- * each read in one piece; replaced by the scheduler proper.)
+ * size, the split of a read into transactions, and the metering of what each
+ * transaction found in the lower page cache.
  */
+#include <linux/fs.h>
+#include <linux/pagemap.h>
+#include <linux/sched/signal.h>
+#include <linux/uio.h>
+#include <linux/xarray.h>
 #include "aheadfs.h"
+#include "window.h"
+#include "trace.h"
 
+/*
+ * The lower takes at most MAX_RW_COUNT bytes in one read or write call; that
+ * is the only limit of the lower path that bounds a transaction.  The block
+ * device's max_sectors_kb and the bdi's io_pages are per-bio limits: the
+ * lower's page cache and its direct I/O path split a transaction into bios of
+ * that size themselves, so capping transactions there would only multiply
+ * calls and make the transaction size differ from the prefetch chunk for
+ * reasons nobody tuned.  Page-aligned, so that transactions and chunks cover
+ * whole pages.
+ */
 size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi)
 {
-	return min_t(size_t, (size_t)READ_ONCE(sbi->txn_kb) << 10,
-		     MAX_RW_COUNT);
+	size_t txn = (size_t)READ_ONCE(sbi->txn_kb) << 10;
+
+	txn = min_t(size_t, txn, MAX_RW_COUNT);
+	return max_t(size_t, round_down(txn, PAGE_SIZE), PAGE_SIZE);
+}
+
+/* Pages looked up per RCU section, so a huge range cannot stall a CPU. */
+#define PRESENCE_BATCH	1024
+
+/*
+ * Add the bytes of [pos, pos + len) whose pages are in @mapping (up to date
+ * or under I/O: any folio in the page cache; shadow entries of evicted pages
+ * are absent) to @pr, in ascending order, noting an absent byte before a
+ * present one.
+ */
+void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
+			    u64 len, struct aheadfs_presence *pr)
+{
+	pgoff_t index = pos >> PAGE_SHIFT;
+	pgoff_t last;
+	u64 end;
+
+	if (!len || pos < 0)
+		return;
+	end = aheadfs_sat_add(pos, len);
+	last = (end - 1) >> PAGE_SHIFT;
+	while (index <= last) {
+		pgoff_t stop = min_t(pgoff_t, last, index + PRESENCE_BATCH - 1);
+		XA_STATE(xas, &mapping->i_pages, index);
+		void *entry;
+
+		rcu_read_lock();
+		for (; index <= stop; index++) {
+			u64 a = max_t(u64, (u64)index << PAGE_SHIFT, pos);
+			u64 b = min_t(u64, ((u64)index + 1) << PAGE_SHIFT, end);
+
+			entry = xas_next(&xas);
+			if (entry && !xa_is_value(entry)) {
+				pr->present += b - a;
+				if (pr->absent)
+					pr->hole_first = true;
+			} else {
+				pr->absent += b - a;
+			}
+		}
+		rcu_read_unlock();
+		cond_resched();
+	}
+}
+
+/* Meter [pos, pos + len), clipped at the lower file's end. */
+static void meter(struct file *lower, loff_t pos, u64 len,
+		  struct aheadfs_presence *pr)
+{
+	loff_t isize = i_size_read(file_inode(lower));
+
+	if (pos >= isize)
+		return;
+	len = min_t(u64, len, isize - pos);
+	aheadfs_cache_presence(lower->f_mapping, pos, len, pr);
+}
+
+static void account(struct aheadfs_sb_info *sbi, ssize_t ret, u64 txns,
+		    const struct aheadfs_presence *pr)
+{
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_read_reqs);
+	if (ret > 0)
+		aheadfs_stat_add(sbi, AHEADFS_STAT_read_bytes, ret);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_read_txns, txns);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_read_present_bytes, pr->present);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_read_absent_bytes, pr->absent);
+	if (pr->absent) {
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_absent_reqs);
+		if (pr->present && !pr->hole_first)
+			aheadfs_stat_inc(sbi, AHEADFS_STAT_uncached_tails);
+	}
+}
+
+/*
+ * A synchronous read, one transaction at a time: each transaction is one
+ * read of the lower file, metered just before it is issued.  Stops at the
+ * first short or failed transaction (end of file, a signal, an error) and
+ * returns what was read, or the error if nothing was.
+ */
+static ssize_t read_sync(struct kiocb *iocb, struct file *lower,
+			 struct iov_iter *to, size_t txn, bool metered,
+			 u64 *txns, struct aheadfs_presence *pr)
+{
+	ssize_t ret = 0, done = 0;
+
+	while (iov_iter_count(to)) {
+		size_t len = min(iov_iter_count(to), txn);
+		size_t rest = iov_iter_count(to) - len;
+
+		iov_iter_truncate(to, len);
+		if (metered)
+			meter(lower, iocb->ki_pos, len, pr);
+		(*txns)++;
+		ret = aheadfs_lower_rw(iocb, lower, to, READ);
+		iov_iter_reexpand(to, iov_iter_count(to) + rest);
+		if (ret <= 0)
+			break;
+		done += ret;
+		if ((size_t)ret < len || fatal_signal_pending(current))
+			break;
+	}
+	return done ? done : ret;
 }
 
 ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct file *file = iocb->ki_filp;
 	struct inode *inode = file_inode(file);
-	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
+	struct super_block *sb = inode->i_sb;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	struct file *lower = aheadfs_lower_file(file);
 	u64 t0 = aheadfs_op_begin();
+	u64 tr = trace_aheadfs_read_enabled() ? ktime_get_ns() : 0;
+	struct aheadfs_presence pr = {};
+	loff_t pos = iocb->ki_pos;
+	size_t count = iov_iter_count(to);
+	/* Direct I/O bypasses the page cache: no prefetch, nothing to meter. */
+	bool cached = !(iocb->ki_flags & IOCB_DIRECT);
+	u64 txns = 0;
 	ssize_t ret;
 
-	aheadfs_prefetch_request(file, iocb->ki_pos, iov_iter_count(to));
-	ret = aheadfs_lower_rw(iocb, aheadfs_lower_file(file), to, READ);
-	aheadfs_stat_inc(sbi, AHEADFS_STAT_read_reqs);
-	if (ret > 0)
-		aheadfs_stat_add(sbi, AHEADFS_STAT_read_bytes, ret);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_read, inode, t0, ret);
+	if (cached && !(iocb->ki_flags & IOCB_NOIO))
+		aheadfs_prefetch_request(file, pos, count);
+
+	if (is_sync_kiocb(iocb)) {
+		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi), cached,
+				&txns, &pr);
+	} else {
+		/*
+		 * Async (io_uring, libaio) goes down in one piece, so that it
+		 * stays async with one completion: the prefetcher has seen
+		 * the whole request, the lower's buffered path reads page by
+		 * page anyway, and its direct I/O path splits into bios.
+		 */
+		if (cached)
+			meter(lower, pos, count, &pr);
+		txns = 1;
+		ret = aheadfs_lower_rw(iocb, lower, to, READ);
+	}
+
+	account(sbi, ret, txns, &pr);
+	if (tr)
+		trace_aheadfs_read(inode->i_ino, pos, count, pr.present,
+				   pr.absent, ktime_get_ns() - tr, ret,
+				   sb->s_dev, READ_ONCE(sbi->prefetch_mode));
+	aheadfs_op_end(sb, AHEADFS_OP_read, inode, t0, ret);
 	return ret;
 }
