@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs tracepoint programs: latency histograms per (device, op), prefetch
+ * effectiveness per file and the operation log ring buffer.  Raw tracepoints
+ * only, so no module BTF is needed; runtime filters live in the ahead_config
+ * map because bpftool cannot set .rodata.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "aheadtrace.h"
+#include "bits.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct at_config);
+} ahead_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct at_hist_key);
+	__type(value, struct at_hist);
+} ahead_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, AT_MAX_FILES);
+	__type(key, struct at_file_key);
+	__type(value, struct at_file_stats);
+} ahead_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, AT_RINGBUF_SZ);
+} ahead_events SEC(".maps");
+
+/* Events lost because the ring buffer was full (array, one counter). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} ahead_lost SEC(".maps");
+
+static __always_inline struct at_config *at_cfg(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&ahead_config, &zero);
+}
+
+static __always_inline bool wanted(const struct at_config *c, __u32 dev,
+				   __u32 op)
+{
+	if (c->dev && c->dev != dev)
+		return false;
+	if (c->ops_mask && op < 64 && !(c->ops_mask & (1ULL << op)))
+		return false;
+	return true;
+}
+
+/* A ring buffer record, or NULL when the oplog filters drop this event. */
+static __always_inline struct at_event *
+event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct at_event *e;
+
+	if (c->flags & AT_CFG_NO_OPLOG)
+		return NULL;
+	if (c->tgid && c->tgid != (__u32)(id >> 32))
+		return NULL;
+	if (c->min_lat_ns && (!has_latency || latency_ns < c->min_lat_ns))
+		return NULL;
+	e = bpf_ringbuf_reserve(&ahead_events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *lost = bpf_map_lookup_elem(&ahead_lost, &zero);
+
+		if (lost)
+			*lost += 1;
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->latency_ns = latency_ns;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	return e;
+}
+
+static __always_inline struct at_file_stats *file_stats(__u32 dev, __u64 ino)
+{
+	struct at_file_key key = { .dev = dev, .ino = ino };
+	struct at_file_stats *fs;
+
+	fs = bpf_map_lookup_elem(&ahead_files, &key);
+	if (fs)
+		return fs;
+	{
+		struct at_file_stats zero;
+
+		__builtin_memset(&zero, 0, sizeof(zero));
+		bpf_map_update_elem(&ahead_files, &key, &zero, BPF_NOEXIST);
+	}
+	return bpf_map_lookup_elem(&ahead_files, &key);
+}
+
+SEC("raw_tp/aheadfs_read")
+int at_read(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct at_read_args *a = (const void *)ctx->args;
+	struct at_config *c = at_cfg();
+	struct at_event *e;
+	__u32 dev = a->dev;
+
+	if (!c || !wanted(c, dev, AT_OP_read))
+		return 0;
+
+	if (!(c->flags & AT_CFG_NO_FILES)) {
+		struct at_file_stats *fs = file_stats(dev, a->ino);
+
+		if (fs) {
+			__s64 end = a->pos + (__s64)a->len;
+			__s64 lo = a->pos > fs->pf_start ? a->pos : fs->pf_start;
+			__s64 hi = end < fs->pf_end ? end : fs->pf_end;
+			__u64 hit = hi > lo ? hi - lo : 0;
+
+			if (hit > a->present)
+				hit = a->present;
+			__sync_fetch_and_add(&fs->read_reqs, 1);
+			if (a->ret > 0)
+				__sync_fetch_and_add(&fs->read_bytes, a->ret);
+			__sync_fetch_and_add(&fs->present_bytes, a->present);
+			__sync_fetch_and_add(&fs->absent_bytes, a->absent);
+			__sync_fetch_and_add(&fs->hit_bytes, hit);
+		}
+	}
+
+	e = event_start(c, a->latency_ns, true);
+	if (!e)
+		return 0;
+	e->kind = AT_KIND_READ;
+	e->op = a->mode;
+	e->dev = dev;
+	e->ino = a->ino;
+	e->pos = a->pos;
+	e->len = a->len;
+	e->present = a->present;
+	e->absent = a->absent;
+	e->ret = a->ret;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("raw_tp/aheadfs_prefetch")
+int at_prefetch(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct at_prefetch_args *a = (const void *)ctx->args;
+	struct at_config *c = at_cfg();
+	struct at_event *e;
+	__u32 dev = a->dev;
+
+	if (!c || !wanted(c, dev, AT_OP_read))
+		return 0;
+
+	if (!(c->flags & AT_CFG_NO_FILES)) {
+		struct at_file_stats *fs = file_stats(dev, a->ino);
+
+		if (fs) {
+			__s64 end = a->pos + (__s64)a->len;
+
+			__sync_fetch_and_add(&fs->prefetch_chunks, 1);
+			__sync_fetch_and_add(&fs->prefetch_bytes, a->len);
+			/*
+			 * Chunks are issued in ascending order: extend the
+			 * range while they touch it, restart it on a seek.
+			 * Racy updates only blur the hit estimate.
+			 */
+			if (fs->pf_end > fs->pf_start && a->pos <= fs->pf_end &&
+			    end >= fs->pf_start) {
+				if (a->pos < fs->pf_start)
+					fs->pf_start = a->pos;
+				if (end > fs->pf_end)
+					fs->pf_end = end;
+			} else {
+				fs->pf_start = a->pos;
+				fs->pf_end = end;
+			}
+			if (a->window > fs->window_max)
+				fs->window_max = a->window;
+		}
+	}
+
+	e = event_start(c, 0, false);
+	if (!e)
+		return 0;
+	e->kind = AT_KIND_PREFETCH;
+	e->dev = dev;
+	e->ino = a->ino;
+	e->pos = a->pos;
+	e->len = a->len;
+	e->window = a->window;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("raw_tp/aheadfs_copy")
+int at_copy(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct at_copy_args *a = (const void *)ctx->args;
+	struct at_config *c = at_cfg();
+	struct at_event *e;
+	__u32 dev = a->dev;
+
+	if (!c || !wanted(c, dev, AT_OP_copy))
+		return 0;
+	e = event_start(c, a->latency_ns, true);
+	if (!e)
+		return 0;
+	e->kind = AT_KIND_COPY;
+	e->op = a->method;
+	e->dev = dev;
+	e->ino = a->ino_in;
+	e->pos = a->pos_in;
+	e->ino_out = a->ino_out;
+	e->pos_out = a->pos_out;
+	e->len = a->len;
+	e->ret = a->ret;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("raw_tp/aheadfs_meta")
+int at_meta(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct at_meta_args *a = (const void *)ctx->args;
+	struct at_config *c = at_cfg();
+	struct at_event *e;
+	__u32 dev = a->dev, op = a->op;
+
+	if (!c || !wanted(c, dev, op))
+		return 0;
+	/* Every operation, reads and copies included, is timed here. */
+	if (!(c->flags & AT_CFG_NO_HIST))
+		at_hist_add(&ahead_hist, dev, op, a->latency_ns);
+	/* Reads and copies are logged from their own, richer tracepoints. */
+	if (op == AT_OP_read || op == AT_OP_copy || op == AT_OP_remap)
+		return 0;
+	e = event_start(c, a->latency_ns, true);
+	if (!e)
+		return 0;
+	e->kind = AT_KIND_META;
+	e->op = op;
+	e->dev = dev;
+	e->ino = a->ino;
+	e->ret = a->ret;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Types shared by the aheadfs BPF programs and the aheadtrace loader: the
+ * mirror of kmod/trace.h's tracepoint arguments and of the meta operation
+ * numbering in kmod/aheadfs.h, and the layout of every pinned map.  Change
+ * this file together with kmod/trace.h and Documentation/tracing.rst.
+ */
+#ifndef AHEADTRACE_H
+#define AHEADTRACE_H
+
+#define AT_HIST_SLOTS	40	/* log2(ns): slot i counts [2^i, 2^(i+1)) ns */
+#define AT_COMM_LEN	16
+#define AT_MAX_FILES	10240	/* prefetch statistics kept for this many files */
+#define AT_MAX_DEVS	16	/* vfs program set: devices traced at once */
+#define AT_RINGBUF_SZ	(1 << 22)
+
+/* kmod/aheadfs.h enum aheadfs_meta_op: the values are ABI. */
+#define AT_META_OPS(X)	\
+	X(lookup) X(create) X(mkdir) X(rmdir) X(unlink) X(rename) X(link) \
+	X(symlink) X(mknod) X(tmpfile) X(readdir) X(getattr) X(setattr) \
+	X(open) X(release) X(fsync) X(mmap) X(fallocate) X(llseek) \
+	X(fadvise) X(getxattr) X(setxattr) X(listxattr) X(statfs) X(ioctl) \
+	X(revalidate) X(readlink) X(permission) X(write) X(read) X(copy) \
+	X(remap)
+
+#define AT_OP_ENUM(n) AT_OP_##n,
+enum at_meta_op {
+	AT_META_OPS(AT_OP_ENUM)
+	AT_NR_META_OPS
+};
+#undef AT_OP_ENUM
+
+/* kmod/trace.h AHEADFS_COPY_*: how a copy or remap was served. */
+enum at_copy_method {
+	AT_COPY_CLONE,
+	AT_COPY_LOWER,
+	AT_COPY_CHUNKED,
+	AT_COPY_DEDUPE,
+};
+
+/*
+ * The VFS program set (vfs.bpf.c) numbers the functions it traces.  The
+ * same table gives aheadtrace their names.
+ */
+#define AT_VFS_OPS(X)	\
+	X(vfs_read) X(vfs_write) X(vfs_iocb_iter_read) X(vfs_iocb_iter_write) \
+	X(vfs_open) X(vfs_getattr) X(iterate_dir) X(vfs_create) X(vfs_unlink) \
+	X(vfs_mkdir) X(vfs_rmdir) X(vfs_rename) X(vfs_fsync_range) \
+	X(vfs_copy_file_range) X(vfs_fallocate) X(vfs_statfs)
+
+#define AT_VFS_ENUM(n) AT_VFS_##n,
+enum at_vfs_op {
+	AT_VFS_OPS(AT_VFS_ENUM)
+	AT_NR_VFS_OPS
+};
+#undef AT_VFS_ENUM
+
+/*
+ * Raw tracepoint arguments, one u64 per TP_PROTO argument in kmod/trace.h
+ * (raw_tp programs see exactly this; 32-bit arguments are zero-extended).
+ */
+struct at_read_args {
+	__u64 ino;
+	__s64 pos;
+	__u64 len;		/* bytes requested */
+	__u64 present;		/* bytes found in the lower page cache */
+	__u64 absent;		/* bytes that had to be read from the lower */
+	__u64 latency_ns;
+	__s64 ret;		/* bytes read or -errno */
+	__u64 dev;		/* kernel dev_t of the aheadfs superblock */
+	__u64 mode;		/* prefetch mode: 0 ahead, 1 legacy, 2 kernel, 3 off */
+};
+
+struct at_prefetch_args {
+	__u64 ino;
+	__s64 pos;
+	__u64 len;
+	__u64 window;		/* bytes the window now holds ahead of the reader */
+	__u64 dev;
+};
+
+struct at_copy_args {
+	__u64 ino_in;
+	__s64 pos_in;
+	__u64 ino_out;
+	__s64 pos_out;
+	__u64 len;
+	__s64 ret;
+	__u64 latency_ns;
+	__u64 dev;
+	__u64 method;		/* enum at_copy_method */
+};
+
+struct at_meta_args {
+	__u64 ino;
+	__u64 latency_ns;
+	__s64 ret;
+	__u64 dev;
+	__u64 op;		/* enum at_meta_op */
+};
+
+/* Histogram maps (ahead_hist, vfs_hist): one entry per (device, op). */
+struct at_hist_key {
+	__u32 dev;		/* kernel dev_t: major << 20 | minor */
+	__u32 op;		/* enum at_meta_op or enum at_vfs_op */
+};
+
+struct at_hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 slots[AT_HIST_SLOTS];
+};
+
+/* ahead_files: prefetch effectiveness per file. */
+struct at_file_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
+struct at_file_stats {
+	__u64 prefetch_chunks;
+	__u64 prefetch_bytes;
+	__u64 read_reqs;
+	__u64 read_bytes;	/* bytes returned to readers */
+	__u64 present_bytes;	/* requested bytes found cached */
+	__u64 absent_bytes;	/* requested bytes not cached */
+	__u64 hit_bytes;	/* present bytes inside the prefetched range */
+	__u64 window_max;
+	__s64 pf_start;		/* the prefetched range, [pf_start, pf_end) */
+	__s64 pf_end;
+};
+
+/* ahead_config (array, one entry): runtime filters; zero traces everything. */
+struct at_config {
+	__u32 dev;		/* 0: every aheadfs mount */
+	__u32 tgid;		/* 0: every process (oplog only) */
+	__u64 min_lat_ns;	/* oplog: only operations at least this slow */
+	__u64 ops_mask;		/* 0: every op; else bit (1 << op) selects op */
+	__u32 flags;		/* AT_CFG_* */
+	__u32 pad;
+};
+
+#define AT_CFG_NO_HIST		(1U << 0)
+#define AT_CFG_NO_OPLOG		(1U << 1)
+#define AT_CFG_NO_FILES		(1U << 2)
+
+/* vfs_config (array, one entry): 0 traces every device, 1 only vfs_devs. */
+struct at_vfs_config {
+	__u32 filter;
+	__u32 pad;
+};
+
+enum at_kind {
+	AT_KIND_READ,
+	AT_KIND_PREFETCH,
+	AT_KIND_COPY,
+	AT_KIND_META,
+};
+
+/* ahead_events ring buffer: one record per operation. */
+struct at_event {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() when the tracepoint fired */
+	__u64 ino;		/* copy: source inode */
+	__s64 pos;		/* copy: source offset */
+	__u64 len;
+	__u64 present;
+	__u64 absent;
+	__u64 window;		/* prefetch only */
+	__u64 latency_ns;
+	__s64 ret;
+	__u64 ino_out;		/* copy only */
+	__s64 pos_out;		/* copy only */
+	__u32 pid;		/* thread group id */
+	__u32 tid;
+	__u32 dev;
+	__u16 kind;		/* enum at_kind */
+	__u16 op;		/* meta op, copy method or read prefetch mode */
+	char comm[AT_COMM_LEN];
+};
+
+#endif /* AHEADTRACE_H */

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Host-side tests of bpf/: aheadtrace's argument parsing and the error paths
+# that need no guest, the objects' BTF, and the mirror of kmod's ABI in
+# aheadtrace.h.  TAP on stdout; exits non-zero if any test failed.
+set -u
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$here/.." && pwd)
+at=$here/aheadtrace
+out=$here/.output
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1)) failed=$((failed + 1))
+	echo "not ok $n $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+}
+skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
+
+# expect NAME RC REGEX CMD...: CMD exits RC with exactly one stderr line
+# matching REGEX (a usage hint line is allowed after a usage error).
+expect() {
+	local name=$1 rc=$2 re=$3 got err first lines
+	shift 3
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	err=$(cat "$tmp/err")
+	first=$(head -n1 "$tmp/err")
+	lines=$(grep -vc "^Try 'aheadtrace --help'.$" "$tmp/err")
+	if [ "$got" = "$rc" ] && [ "$lines" = 1 ] && grep -Eq -- "$re" <<<"$first"; then
+		ok "$name"
+	else
+		nok "$name" "exit $got (want $rc); stderr: $err"
+	fi
+}
+
+echo "TAP version 13"
+
+# --- usage errors: exit 2, one message ---
+expect "no verb" 2 '^aheadtrace: missing verb' "$at"
+expect "unknown verb" 2 "^aheadtrace: unknown verb 'frobnicate'" "$at" frobnicate
+expect "unknown option" 2 "^aheadtrace: unknown option '-z'" "$at" hist -z
+expect "unknown long option" 2 "^aheadtrace: unknown option '--frob'" "$at" hist --frob
+expect "missing option argument" 2 "^aheadtrace: option '-i' needs an argument" "$at" hist -i
+expect "interval zero" 2 "^aheadtrace: invalid interval '0'" "$at" hist -i 0
+expect "interval not a number" 2 "^aheadtrace: invalid interval '1s'" "$at" hist -i 1s
+expect "count not a number" 2 "^aheadtrace: invalid count 'x'" "$at" hist -i 1 -c x
+expect "count without interval" 2 '^aheadtrace: -c COUNT needs -i INTERVAL' "$at" hist -c 3
+expect "unknown operation" 2 "^aheadtrace: unknown operation 'bogus'; known: lookup " "$at" hist -o read,bogus
+expect "empty operation list" 2 '^aheadtrace: empty operation list' "$at" oplog -o ,
+expect "pid zero" 2 "^aheadtrace: invalid pid '0'" "$at" oplog -p 0
+expect "pid not a number" 2 "^aheadtrace: invalid pid 'me'" "$at" oplog -p me
+expect "negative min-lat" 2 "^aheadtrace: invalid --min-lat '-1'" "$at" oplog --min-lat -1
+expect "pid does not apply to hist" 2 "^aheadtrace: option '-p' does not apply to 'hist'" "$at" hist -p 1
+expect "min-lat does not apply to prefetch" 2 "^aheadtrace: option '--min-lat' does not apply to 'prefetch'" "$at" prefetch --min-lat 5
+expect "interval does not apply to oplog" 2 "^aheadtrace: option '-i' does not apply to 'oplog'" "$at" oplog -i 1
+expect "dev does not apply to hist" 2 "^aheadtrace: option '-d' does not apply to 'hist'" "$at" hist -d 8:1
+expect "mount does not apply to vfs" 2 "^aheadtrace: option '-m' does not apply to 'vfs'" "$at" vfs -d 8:1 -m /
+expect "vfs without device" 2 '^aheadtrace: vfs needs at least one -d DEV' "$at" vfs
+expect "vfs bad device path" 2 "^aheadtrace: device '/nonexistent/x': not MAJOR:MINOR" "$at" vfs -d /nonexistent/x
+expect "vfs device out of range" 2 "^aheadtrace: invalid device '99999:1'" "$at" vfs -d 99999:1
+expect "too many devices" 2 '^aheadtrace: at most 16 devices' "$at" vfs $(for i in $(seq 17); do printf -- '-d 8:%d ' "$i"; done)
+expect "mount missing" 2 "^aheadtrace: mount '/nonexistent': No such file" "$at" hist -m /nonexistent
+expect "mount not aheadfs" 2 "^aheadtrace: '$tmp' is not on an aheadfs mount" "$at" oplog -m "$tmp"
+expect "prom file not writable" 2 "^aheadtrace: --prom '/nonexistent/m.prom'" "$at" hist --prom /nonexistent/m.prom
+expect "extra argument" 2 "^aheadtrace: unexpected argument 'extra'" "$at" prefetch extra
+
+"$at" --help >"$tmp/help" 2>&1
+if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
+   grep -q -- '--prom FILE' "$tmp/help"; then ok "--help"; else nok "--help" "$(cat "$tmp/help")"; fi
+
+# --- environment errors: exit 1, one message ---
+nobody=$(id -u nobody 2>/dev/null || echo 65534)
+expect "unprivileged hist" 1 '^aheadtrace: permission denied: tracing needs root' \
+	setpriv --reuid="$nobody" --regid="$nobody" --clear-groups "$at" hist
+expect "unprivileged vfs" 1 '^aheadtrace: permission denied: tracing needs root' \
+	setpriv --reuid="$nobody" --regid="$nobody" --clear-groups "$at" vfs -d 8:1
+if [ -e /sys/module/aheadfs ]; then
+	skip "aheadfs not loaded" "aheadfs is loaded on this host"
+else
+	expect "aheadfs not loaded" 1 '^aheadtrace: aheadfs is not loaded \(/sys/module/aheadfs missing\)' "$at" hist
+fi
+# Valid arguments get past the parser, to the module check.
+expect "valid hist arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -o read,unlink,getattr -i 2 -c 3 -j --prom "$tmp/m.prom"
+expect "valid oplog arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -p 1 --min-lat 100 -j -o read
+expect "no kernel BTF" 1 '^aheadtrace: this kernel has no BTF \(/nonexistent: ' \
+	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs -d 8:1 -d /
+# With the module "present" on a host that has no aheadfs, loading or
+# attaching fails: one clear line, never a libbpf dump.
+expect "attach failure is one line" 1 '^aheadtrace: (cannot attach raw_tp/aheadfs_|permission denied loading)' \
+	env AHEADTRACE_MODULE_DIR=/ "$at" hist
+
+# --- the objects ---
+for o in aheadfs vfs; do
+	if /usr/sbin/bpftool btf dump file "$out/$o.bpf.o" format c >"$tmp/$o.h" 2>&1 &&
+	   grep -q '^struct at_hist_key {' "$tmp/$o.h" && grep -q '^struct at_hist {' "$tmp/$o.h"; then
+		ok "$o.bpf.o carries BTF for its histogram key and value"
+	else
+		nok "$o.bpf.o carries BTF for its histogram key and value"
+	fi
+done
+# No .rodata/.bss/.data: bpftool cannot set them, and pinmaps would pin them.
+for o in aheadfs vfs; do
+	secs=$(llvm-objdump -h "$out/$o.bpf.o" 2>/dev/null | awk '{print $2}' | grep -E '^\.(rodata|bss|data)' || true)
+	if [ -z "$secs" ]; then ok "$o.bpf.o has no global data sections"; else nok "$o.bpf.o has no global data sections" "$secs"; fi
+done
+# Map names are pin names: unique across the objects and at most 15 chars.
+maps=$(for o in aheadfs vfs; do llvm-objdump -t "$out/$o.bpf.o" | awk '$4 == ".maps" { print $NF }'; done)
+if [ -n "$maps" ] && [ -z "$(sort <<<"$maps" | uniq -d)" ] && ! grep -Eq '.{16}' <<<"$maps"; then
+	ok "map names unique and short: $(echo $maps)"
+else
+	nok "map names unique and short" "$maps"
+fi
+
+# --- the ABI mirror: aheadtrace.h against kmod ---
+kops=$(sed -n '/^enum aheadfs_meta_op {/,/^};/p' "$top/kmod/aheadfs.h" |
+	grep -o 'AHEADFS_OP_[a-z_]*' | sed 's/AHEADFS_OP_//' | tr '\n' ' ')
+aops=$(env AHEADTRACE_MODULE_DIR=/ "$at" hist -o '?' 2>&1 | sed -n "s/.*known: //p" | tr -s ' ' | sed 's/ *$/ /')
+if [ -n "$kops" ] && [ "$kops" = "$aops" ]; then
+	ok "meta op numbering matches kmod/aheadfs.h"
+else
+	nok "meta op numbering matches kmod/aheadfs.h" "kmod: $kops
+aheadtrace: $aops"
+fi
+# Each struct at_<event>_args lists TP_PROTO's arguments in order.
+for ev in read prefetch copy meta; do
+	proto=$(awk -v ev="aheadfs_$ev" '
+		$0 ~ "^TRACE_EVENT\\(" ev "," { on = 1 }
+		on && /TP_ARGS\(/ { sub(/.*TP_ARGS\(/, ""); s = $0
+			while (s !~ /\)/) { getline; s = s " " $0 }
+			sub(/\).*/, "", s); gsub(/[ \t]/, "", s); print s; exit }
+	' "$top/kmod/trace.h")
+	mirror=$(sed -n "/^struct at_${ev}_args {/,/^};/p" "$here/aheadtrace.h" |
+		grep -Eo '__[us]64 [a-z_]+;' | sed -E 's/__[us]64 ([a-z_]+);/\1/' | paste -sd, -)
+	if [ -n "$proto" ] && [ "$proto" = "$mirror" ]; then
+		ok "struct at_${ev}_args mirrors TP_ARGS of aheadfs_$ev"
+	else
+		nok "struct at_${ev}_args mirrors TP_ARGS of aheadfs_$ev" "trace.h: $proto
+aheadtrace.h: $mirror"
+	fi
+done
+copy_k=$(grep -Eo 'AHEADFS_COPY_[A-Z]+[[:space:]]+[0-9]+' "$top/kmod/trace.h" | awk '{print tolower($1) "=" $2}' | sed 's/ahead//' | paste -sd, -)
+copy_a=$(sed -n '/^enum at_copy_method {/,/^};/p' "$here/aheadtrace.h" | grep -Eo 'AT_COPY_[A-Z]+' |
+	awk '{print tolower($1) "=" NR - 1}' | sed 's/^at_/fs_/' | paste -sd, -)
+if [ -n "$copy_k" ] && [ "$copy_k" = "$copy_a" ]; then
+	ok "copy methods match kmod/trace.h"
+else
+	nok "copy methods match kmod/trace.h" "trace.h: $copy_k
+aheadtrace.h: $copy_a"
+fi
+
+echo "1..$n"
+[ "$failed" = 0 ]
