@@ -22,9 +22,20 @@ SELFTEST_LDLIBS := -luring -laio -lpthread
 
 HAVE_USERLAND := $(wildcard userland/Makefile)
 HAVE_BPF := $(wildcard bpf/Makefile)
+HAVE_UNIT := $(wildcard selftests/unit/Makefile)
+
+# $(call host_check,TARGET,RESULT-PREFIX): run a host test target; if it fails
+# without leaving its KTAP in build/results, record that as a failure.
+define host_check
+	@$(MAKE) --no-print-directory $(1) || { \
+		ls $(BUILD)/results/$(2)*.tap >/dev/null 2>&1 || \
+		printf 'TAP version 13\n1..1\nnot ok 1 %s did not complete\n' '$(1)' \
+			>$(BUILD)/results/$(2)-incomplete.tap; }
+endef
 
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
-	bench demo install dkms checkpatch clean deps userland-check bpf-check
+	bench demo install dkms checkpatch clean deps userland-check bpf-check \
+	unit-check
 
 all: module $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf) selftests
 
@@ -55,8 +66,14 @@ userland-check:
 bpf-check:
 	$(if $(HAVE_BPF),$(MAKE) -C bpf check)
 
-# Host-side tests: no guest needed.
-check-host: userland-check bpf-check
+unit-check:
+	$(if $(HAVE_UNIT),$(MAKE) -C selftests/unit unit-check)
+
+# Host-side tests: no guest needed.  Each writes build/results/<name>*.tap.
+check-host:
+	$(call host_check,unit-check,unit-)
+	$(call host_check,userland-check,userland)
+	$(call host_check,bpf-check,bpf-)
 
 # One guest per kernel; a guest that does not finish is a failure line.
 guest-tests: modules selftests
@@ -73,9 +90,7 @@ check:
 	@scripts/setup-deps
 	@rm -rf $(BUILD)/results && mkdir -p $(BUILD)/results
 	@$(MAKE) --no-print-directory all modules
-	@$(MAKE) --no-print-directory check-host || \
-		printf 'TAP version 13\n1..1\nnot ok 1 host checks did not complete\n' \
-			>$(BUILD)/results/host.tap
+	@$(MAKE) --no-print-directory check-host
 	@$(MAKE) --no-print-directory guest-tests
 	@scripts/ktap-summary $(BUILD)/results/*.tap
 
