@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs read scheduler and prefetch window, proved with the mount's
+ * counters (never with timings): cold sequential reads find every byte
+ * present after the first request of each stream, legacy mode shows the
+ * uncached tail, concurrent streams stay ahead, random reads waste little,
+ * and txn_kb is the one source of every I/O size.
+ */
+#include "aheadfs_test.h"
+
+#define KIB	1024L
+#define MIB	(1024L * KIB)
+
+FIXTURE(prefetch) {
+	struct ahfs fs;
+	unsigned char *buf;
+};
+
+FIXTURE_SETUP(prefetch)
+{
+	ASSERT_EQ(0, ahfs_setup(&self->fs, "prefetch", "prefetch=ahead"));
+	self->buf = malloc(32 * MIB);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(prefetch)
+{
+	free(self->buf);
+	ahfs_teardown(&self->fs);
+}
+
+/* Counters, read in one go so that deltas are consistent. */
+struct snap {
+	long long reqs, txns, absent_reqs, tails, absent_bytes, present_bytes;
+	long long chunks, pf_bytes, hit, wasted, peak;
+};
+
+static void snap(struct ahfs *fs, struct snap *s)
+{
+	s->reqs = ahfs_stat(fs, "read_reqs");
+	s->txns = ahfs_stat(fs, "read_txns");
+	s->absent_reqs = ahfs_stat(fs, "absent_reqs");
+	s->tails = ahfs_stat(fs, "uncached_tails");
+	s->absent_bytes = ahfs_stat(fs, "read_absent_bytes");
+	s->present_bytes = ahfs_stat(fs, "read_present_bytes");
+	s->chunks = ahfs_stat(fs, "prefetch_chunks");
+	s->pf_bytes = ahfs_stat(fs, "prefetch_bytes");
+	s->hit = ahfs_stat(fs, "prefetch_hit_bytes");
+	s->wasted = ahfs_stat(fs, "prefetch_wasted_bytes");
+	s->peak = ahfs_stat(fs, "window_peak");
+}
+
+#define DELTA(a, b, f)	((b).f - (a).f)
+
+/* A lower file of @len bytes holding the test pattern. */
+static int make_cold(struct ahfs *fs, const char *name, off_t len)
+{
+	char path[PATH_MAX];
+
+	return ahfs_make_file(ahfs_l(fs, path, name), len);
+}
+
+/* Write the lower file back and drop it from the page cache: reads go cold. */
+static int drop_cache(struct ahfs *fs, const char *name)
+{
+	char path[PATH_MAX];
+	int fd = open(ahfs_l(fs, path, name), O_RDONLY);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return err ? -EIO : 0;
+}
+
+/*
+ * Read @fd from @off to @end (or EOF) in requests of @req, checking the data;
+ * returns the number of requests that returned data, -1 on error.
+ */
+static long read_seq(int fd, unsigned char *buf, off_t off, off_t end,
+		     size_t req)
+{
+	long n = 0;
+	ssize_t r;
+
+	for (;;) {
+		size_t len = req;
+
+		if (end && off + (off_t)len > end)
+			len = end - off;
+		if (!len)
+			break;
+		r = pread(fd, buf, len, off);
+		if (r < 0)
+			return -1;
+		if (!r)
+			break;
+		if (ahfs_check_pattern(buf, r < 4096 ? r : 4096, off))
+			return -1;
+		off += r;
+		n++;
+	}
+	return n;
+}
+
+static const size_t req_sizes[] = {
+	4 * KIB, 128 * KIB, 1 * MIB, 8 * MIB, 8 * MIB + 256 * KIB,
+	16 * MIB, 32 * MIB,
+};
+
+/*
+ * Every request size of issue 3, cold, sequential: the first request finds
+ * absent bytes (the file really was cold), none after it does.
+ */
+TEST_F(prefetch, ahead_sequential_all_sizes)
+{
+	char path[PATH_MAX];
+	unsigned int i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 96 * MIB));
+	for (i = 0; i < sizeof(req_sizes) / sizeof(req_sizes[0]); i++) {
+		size_t req = req_sizes[i];
+		struct snap a, b, c;
+		long n;
+		int fd;
+
+		ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+		fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		snap(&self->fs, &a);
+		ASSERT_EQ((ssize_t)req, pread(fd, self->buf, req, 0));
+		snap(&self->fs, &b);
+		n = read_seq(fd, self->buf, req, 0, req);
+		snap(&self->fs, &c);
+		close(fd);
+		ASSERT_LT(0, n);
+		TH_LOG("req %zu: first absent %lld B, then %ld reqs, absent_reqs %lld, chunks %lld, peak window %lld",
+		       req, DELTA(a, b, absent_bytes), n,
+		       DELTA(b, c, absent_reqs), DELTA(a, c, chunks), c.peak);
+		EXPECT_EQ(1, DELTA(a, b, absent_reqs));
+		EXPECT_EQ(0, DELTA(b, c, absent_reqs));
+		EXPECT_EQ(0, DELTA(b, c, absent_bytes));
+		EXPECT_EQ(0, DELTA(a, c, tails));
+		EXPECT_LT(0, DELTA(a, c, chunks));
+	}
+}
+
+/*
+ * The story, side by side: 8 MiB + 256 KiB requests with txn 8 MiB.  Legacy
+ * prefetches one txn per request and leaves a 256 KiB uncached tail in at
+ * least 90% of the requests; ahead leaves none after the first request.
+ */
+TEST_F(prefetch, legacy_tails_ahead_none)
+{
+	const size_t req = 8 * MIB + 256 * KIB;
+	char path[PATH_MAX];
+	struct snap a, b, c, d;
+	long nl, na;
+	int fd;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 12 * req));
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", "legacy"));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	nl = read_seq(fd, self->buf, 0, 0, req);
+	snap(&self->fs, &b);
+	close(fd);
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", "ahead"));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &c);
+	na = read_seq(fd, self->buf, 0, 0, req);
+	snap(&self->fs, &d);
+	close(fd);
+
+	TH_LOG("legacy: %ld requests, %lld uncached tails, %lld absent bytes; ahead: %ld requests, %lld absent requests, %lld tails",
+	       nl, DELTA(a, b, tails), DELTA(a, b, absent_bytes), na,
+	       DELTA(c, d, absent_reqs), DELTA(c, d, tails));
+	ASSERT_EQ(12, nl);
+	ASSERT_EQ(12, na);
+	EXPECT_GE(DELTA(a, b, tails) * 10, nl * 9);
+	/* Each tail is the 256 KiB beyond the one chunk. */
+	EXPECT_EQ(DELTA(a, b, tails) * 256 * KIB, DELTA(a, b, absent_bytes));
+	EXPECT_EQ(1, DELTA(c, d, absent_reqs));
+	EXPECT_EQ(0, DELTA(c, d, tails));
+}
+
+struct reader {
+	int fd;
+	off_t off, end;
+	size_t req;
+	unsigned char *buf;
+};
+
+/* Run @n readers in child processes at once; 0 when all read correctly. */
+static int run_readers(struct reader *r, int n)
+{
+	pid_t pid[16];
+	int i, st, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0)
+			return -1;
+		if (!pid[i])
+			_exit(read_seq(r[i].fd, r[i].buf, r[i].off, r[i].end,
+				       r[i].req) > 0 ? 0 : 1);
+	}
+	for (i = 0; i < n; i++)
+		if (waitpid(pid[i], &st, 0) != pid[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			bad++;
+	return bad;
+}
+
+/* 8 readers on 8 cold files at once: only each stream's start is absent. */
+TEST_F(prefetch, eight_readers_eight_files)
+{
+	struct reader r[8];
+	char name[16], path[PATH_MAX];
+	struct snap a, b;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		ASSERT_EQ(0, make_cold(&self->fs, name, 8 * MIB));
+		ASSERT_EQ(0, drop_cache(&self->fs, name));
+		r[i] = (struct reader){
+			.fd = open(ahfs_m(&self->fs, path, name), O_RDONLY),
+			.req = 256 * KIB, .buf = self->buf + i * (1 * MIB),
+		};
+		ASSERT_LE(0, r[i].fd);
+	}
+	snap(&self->fs, &a);
+	ASSERT_EQ(0, run_readers(r, 8));
+	snap(&self->fs, &b);
+	for (i = 0; i < 8; i++)
+		close(r[i].fd);
+	TH_LOG("%lld requests, %lld absent", DELTA(a, b, reqs),
+	       DELTA(a, b, absent_reqs));
+	EXPECT_EQ(8, DELTA(a, b, absent_reqs));
+	EXPECT_LE(8 * 32, DELTA(a, b, reqs));
+}
+
+/*
+ * 4 readers on disjoint regions of one open file (one struct file, as nfsd
+ * threads share): one stream each; nothing absent after each stream's start.
+ */
+TEST_F(prefetch, four_readers_one_file)
+{
+	const off_t region = 8 * MIB;
+	char path[PATH_MAX];
+	struct reader r[4];
+	struct snap a, b;
+	int fd, i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 4 * region));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	/* A window of one region at most: the streams do not feed each other. */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "window_kb", "4096"));
+	for (i = 0; i < 4; i++)
+		r[i] = (struct reader){ .fd = fd, .off = i * region,
+			.end = (i + 1) * region, .req = 128 * KIB,
+			.buf = self->buf + i * (1 * MIB) };
+	snap(&self->fs, &a);
+	ASSERT_EQ(0, run_readers(r, 4));
+	snap(&self->fs, &b);
+	close(fd);
+	TH_LOG("%lld requests, %lld absent, %lld absent bytes",
+	       DELTA(a, b, reqs), DELTA(a, b, absent_reqs),
+	       DELTA(a, b, absent_bytes));
+	EXPECT_LE(1, DELTA(a, b, absent_reqs));
+	EXPECT_GE(4, DELTA(a, b, absent_reqs));
+	EXPECT_GE(4 * 128 * KIB, DELTA(a, b, absent_bytes));
+	EXPECT_EQ(4 * region / (128 * KIB), DELTA(a, b, reqs));
+}
+
+/* Random 4 KiB reads over a large file: wasted prefetch <= 5% of read. */
+TEST_F(prefetch, random_reads_waste_little)
+{
+	const off_t size = 64 * MIB;
+	unsigned long long seed = 7;
+	char path[PATH_MAX];
+	long long read = 0;
+	struct snap a, b;
+	int fd, i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", size));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	for (i = 0; i < 3000; i++) {
+		off_t off;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		off = (off_t)((seed >> 20) % (size / 4096)) * 4096;
+		ASSERT_EQ(4096, pread(fd, self->buf, 4096, off));
+		ASSERT_EQ(0, ahfs_check_pattern(self->buf, 4096, off));
+		read += 4096;
+	}
+	close(fd);	/* unread prefetch is written off at close */
+	snap(&self->fs, &b);
+	TH_LOG("read %lld, prefetched %lld, wasted %lld, absent requests %lld",
+	       read, DELTA(a, b, pf_bytes), DELTA(a, b, wasted),
+	       DELTA(a, b, absent_reqs));
+	EXPECT_LE(DELTA(a, b, wasted) * 20, read);
+	/* The reads really were cold. */
+	EXPECT_LE(2500, DELTA(a, b, absent_reqs));
+}
+
+/*
+ * One source of truth: txn_kb changed at runtime; read transactions and
+ * prefetch chunks follow it at once.
+ */
+TEST_F(prefetch, txn_kb_sizes_transactions_and_chunks)
+{
+	static const char *const txn_kb[] = { "1024", "2048", "512" };
+	char path[PATH_MAX];
+	struct snap a, b;
+	unsigned int i;
+	int fd;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 32 * MIB));
+	for (i = 0; i < 3; i++) {
+		long txn = atol(txn_kb[i]) * KIB;
+		long n;
+
+		ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", txn_kb[i]));
+		ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+		fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		snap(&self->fs, &a);
+		n = read_seq(fd, self->buf, 0, 0, 4 * MIB);
+		snap(&self->fs, &b);
+		close(fd);
+		TH_LOG("txn %ld: %ld requests, %lld txns, %lld chunks of %lld bytes",
+		       txn, n, DELTA(a, b, txns), DELTA(a, b, chunks),
+		       DELTA(a, b, pf_bytes));
+		ASSERT_EQ(8, n);
+		/* 8 data requests of 4 MiB and the one at EOF. */
+		EXPECT_EQ(8 * (4 * MIB / txn) + 1, DELTA(a, b, txns));
+		EXPECT_LT(0, DELTA(a, b, chunks));
+		/* Every chunk at most txn: bytes <= chunks * txn ... */
+		EXPECT_LE(DELTA(a, b, pf_bytes), DELTA(a, b, chunks) * txn);
+		/* ... and all but the last chunk of each request's issue are txn. */
+		EXPECT_LE(DELTA(a, b, chunks), DELTA(a, b, pf_bytes) / txn + 9);
+	}
+
+	/* Legacy: one chunk per request, of exactly min(request, txn). */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", "legacy"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "2048"));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(8, read_seq(fd, self->buf, 0, 0, 4 * MIB));
+	snap(&self->fs, &b);
+	close(fd);
+	EXPECT_EQ(8, DELTA(a, b, chunks));
+	EXPECT_EQ(8 * 2 * MIB, DELTA(a, b, pf_bytes));
+	EXPECT_EQ(8, DELTA(a, b, tails));
+	EXPECT_EQ(8 * 2 * MIB, DELTA(a, b, absent_bytes));
+}
+
+/* kernel and off modes issue nothing of ours; switching is immediate. */
+TEST_F(prefetch, kernel_and_off_modes_issue_nothing)
+{
+	static const char *const modes[] = { "kernel", "off" };
+	char path[PATH_MAX], mode[32];
+	unsigned int i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 16 * MIB));
+	for (i = 0; i < 2; i++) {
+		struct snap a, b;
+		int fd;
+
+		ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", modes[i]));
+		ASSERT_LT(0, ahfs_get(&self->fs, "prefetch", mode, sizeof(mode)));
+		ASSERT_STREQ(modes[i], mode);
+		ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+		fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		snap(&self->fs, &a);
+		ASSERT_EQ(16, read_seq(fd, self->buf, 0, 0, 1 * MIB));
+		snap(&self->fs, &b);
+		close(fd);
+		TH_LOG("%s: %lld absent requests of %lld", modes[i],
+		       DELTA(a, b, absent_reqs), DELTA(a, b, reqs));
+		EXPECT_EQ(0, DELTA(a, b, chunks));
+		EXPECT_EQ(0, DELTA(a, b, pf_bytes));
+		/* off: nothing reads ahead, so every request finds its bytes absent. */
+		if (i == 1)
+			EXPECT_EQ(16, DELTA(a, b, absent_reqs));
+	}
+	EXPECT_NE(0, ahfs_set(&self->fs, "prefetch", "sideways"));
+}
+
+/* Hits and waste: a full read hits everything prefetched, wastes nothing. */
+TEST_F(prefetch, hits_and_waste_accounting)
+{
+	char path[PATH_MAX];
+	struct snap a, b;
+	int fd;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 16 * MIB + 123));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(17, read_seq(fd, self->buf, 0, 0, 1 * MIB));
+	close(fd);
+	snap(&self->fs, &b);
+	EXPECT_EQ(16 * MIB + 123 - 1 * MIB, DELTA(a, b, pf_bytes));
+	EXPECT_EQ(DELTA(a, b, pf_bytes), DELTA(a, b, hit));
+	EXPECT_EQ(0, DELTA(a, b, wasted));
+
+	/* Read half, close: the rest of the window is wasted. */
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(4, read_seq(fd, self->buf, 0, 4 * MIB, 1 * MIB));
+	close(fd);
+	snap(&self->fs, &b);
+	TH_LOG("prefetched %lld, hit %lld, wasted %lld", DELTA(a, b, pf_bytes),
+	       DELTA(a, b, hit), DELTA(a, b, wasted));
+	EXPECT_LT(0, DELTA(a, b, wasted));
+	EXPECT_EQ(DELTA(a, b, pf_bytes), DELTA(a, b, hit) + DELTA(a, b, wasted));
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "window_cur"));
+}
+
+TEST_HARNESS_MAIN
