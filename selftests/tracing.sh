@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# Tracing selftests (runs in a guest with aheadfs loaded): the operation
+# log, histograms and prefetch counts that aheadtrace and the bpftool-only
+# path report, checked against a scripted workload and the module's stats;
+# the VFS program set on both layers; clean unload.  KTAP on stdout.
+#
+#   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> selftests/tracing.sh
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=${AHEADFS_TOP:-}
+for d in "$here/.." "$here/../.."; do
+	[ -z "$top" ] && [ -x "$d/bpf/aheadtrace" ] && top=$(cd "$d" && pwd)
+done
+top=${top:-$here/..}
+at=$top/bpf/aheadtrace
+obj=$top/bpf/.output/aheadfs.bpf.o
+vobj=$top/bpf/.output/vfs.bpf.o
+bpftool=$(command -v bpftool || echo /usr/sbin/bpftool)
+pin=/sys/fs/bpf/aheadfs
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1)) failed=$((failed + 1))
+	echo "not ok $n $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+	return 0
+}
+check() { # check NAME WANT GOT
+	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
+got:  $3"; fi
+}
+bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+
+echo "TAP version 13"
+[ "$(id -u)" = 0 ] || bail "needs root"
+[ -n "${AHEADFS_SCRATCH:-}" ] && [ -d "$AHEADFS_SCRATCH" ] || bail "AHEADFS_SCRATCH is not a directory"
+[ -e /sys/module/aheadfs ] || bail "aheadfs is not loaded"
+[ -x "$at" ] && [ -r "$obj" ] && [ -r "$vobj" ] || bail "build bpf/ first (make -C bpf)"
+command -v jq >/dev/null || bail "jq missing"
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf || bail "cannot mount bpffs"
+
+work=$AHEADFS_SCRATCH/tracing
+lower=$work/lower mnt=$work/mnt log=$work/log
+mkdir -p "$lower" "$mnt" "$log"
+mount -t aheadfs "$lower" "$mnt" || bail "mount -t aheadfs $lower $mnt"
+id=$(stat -c '%Hd:%Ld' "$mnt")
+kdev=$(( ($(stat -c %Hd "$mnt") << 20) | $(stat -c %Ld "$mnt") ))
+ldev=$(stat -c '%Hd:%Ld' "$lower")
+sys=/sys/fs/aheadfs/$id
+cleanup() {
+	[ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer"
+	rm -rf "$pin"
+	umount "$mnt" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+[ -r "$sys/stats" ] || bail "no $sys/stats"
+
+stats() { cat "$sys/stats" >"$1"; }
+# delta BEFORE AFTER NAME
+delta() {
+	echo $(( $(awk -v k="$3" '$1 == k { print $2 }' "$2") - $(awk -v k="$3" '$1 == k { print $2 }' "$1") ))
+}
+
+# start_tracer NAME ARGS...: aheadtrace in the background, stdout into
+# $log/NAME.out; returns once it has attached (its "Tracing" line), read
+# from a FIFO so that no sleep stands in for synchronisation.
+start_tracer() {
+	local name=$1 line
+	shift
+	rm -f "$log/$name.fifo"
+	mkfifo "$log/$name.fifo"
+	"$at" "$@" >"$log/$name.out" 2>"$log/$name.fifo" &
+	tracer=$!
+	exec 3<"$log/$name.fifo"
+	if ! read -r -t 120 line <&3 || [ "${line#Tracing}" = "$line" ]; then
+		echo "# aheadtrace $*: ${line:-no output}"
+		return 1
+	fi
+	return 0
+}
+# stop_tracer NAME [SIGNAL]: signal it, wait, keep the rest of its stderr.
+stop_tracer() {
+	local rc
+	kill -"${2:-INT}" "$tracer"
+	wait "$tracer"
+	rc=$?
+	tracer=
+	cat <&3 >"$log/$1.err"
+	exec 3<&-
+	return $rc
+}
+
+# wait_gone: BPF objects are freed after an RCU grace period, so poll (with
+# a deadline) until no program, link or map of ours is left.
+ours() {
+	{
+		"$bpftool" -j prog show | jq -r '.[].name // empty'
+		"$bpftool" -j map show | jq -r '.[].name // empty'
+	} 2>/dev/null | grep -E '^(at_(read|prefetch|copy|meta)$|ahead_|vfs_)'
+}
+wait_gone() {
+	local i
+	for i in $(seq 200); do
+		[ -z "$(ours)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+[ -z "$(ours)" ] || bail "programs or maps of an earlier run are still loaded: $(ours | paste -sd' ')"
+
+# ---------------------------------------------------------------------
+# 1. The operation log against a scripted workload, legacy and ahead.
+big=$((8650752 * 3))	# three 8 MiB + 256 KiB requests
+head -c "$big" /dev/zero >"$lower/big" && sync
+want_reads="0 8650752
+8650752 8650752
+17301504 8650752
+12345 4096
+1310720 262144"
+absent_seen=0
+for mode in legacy ahead; do
+	echo "$mode" >"$sys/prefetch"
+	check "$mode: prefetch mode set" "$mode" "$(cat "$sys/prefetch")"
+	drop_caches
+	if ! start_tracer "oplog-$mode" oplog -m "$mnt" -j; then
+		nok "$mode: aheadtrace oplog attaches"
+		continue
+	fi
+	stats "$log/s0"
+	dd if="$mnt/big" of=/dev/null bs=8650752 count=3 status=none
+	dd if="$mnt/big" of=/dev/null bs=4096 count=1 iflag=skip_bytes skip=12345 status=none
+	dd if="$mnt/big" of=/dev/null bs=262144 count=1 skip=5 status=none
+	stats "$log/s1"
+	stop_tracer "oplog-$mode"
+	check "$mode: aheadtrace oplog exits 0 on Ctrl-C" 0 $?
+	o=$log/oplog-$mode.out
+	check "$mode: oplog holds exactly the requests' offsets and sizes" "$want_reads" \
+		"$(jq -r 'select(.kind == "read") | "\(.pos) \(.len)"' "$o")"
+	check "$mode: oplog reads carry the mode" "$mode" \
+		"$(jq -r 'select(.kind == "read") | .mode' "$o" | sort -u | paste -sd,)"
+	check "$mode: oplog absent bytes equal stats read_absent_bytes" \
+		"$(delta "$log/s0" "$log/s1" read_absent_bytes)" \
+		"$(jq -s 'map(select(.kind == "read") | .absent) | add' "$o")"
+	check "$mode: oplog present bytes equal stats read_present_bytes" \
+		"$(delta "$log/s0" "$log/s1" read_present_bytes)" \
+		"$(jq -s 'map(select(.kind == "read") | .present) | add' "$o")"
+	check "$mode: oplog prefetch bytes equal stats prefetch_bytes" \
+		"$(delta "$log/s0" "$log/s1" prefetch_bytes)" \
+		"$(jq -s 'map(select(.kind == "prefetch") | .len) | add // 0' "$o")"
+	check "$mode: oplog prefetch records equal stats prefetch_chunks" \
+		"$(delta "$log/s0" "$log/s1" prefetch_chunks)" \
+		"$(jq -s 'map(select(.kind == "prefetch")) | length' "$o")"
+	check "$mode: oplog read records come from dd with the bytes returned" \
+		"dd 8650752,dd 8650752,dd 8650752,dd 4096,dd 262144" \
+		"$(jq -r 'select(.kind == "read") | "\(.comm) \(.ret)"' "$o" | paste -sd,)"
+	absent_seen=$((absent_seen + $(delta "$log/s0" "$log/s1" read_absent_bytes)))
+done
+# Equal zeros would prove nothing: reads after drop_caches miss somewhere.
+if [ "$absent_seen" -gt 0 ]; then ok "absent bytes were seen ($absent_seen)"; else nok "absent bytes were seen"; fi
+
+# Filters: -p keeps one process, --min-lat drops fast operations.
+echo small >"$lower/small"
+if start_tracer oplog-pid oplog -m "$mnt" -p $$ -j; then
+	read -r _ <"$mnt/small"
+	cat "$mnt/small" >/dev/null
+	stop_tracer oplog-pid
+	check "oplog -p keeps only that process" "$$" \
+		"$(jq -r '.pid' "$log/oplog-pid.out" | sort -u | paste -sd,)"
+else
+	nok "oplog -p attaches"
+fi
+if start_tracer oplog-lat oplog -m "$mnt" --min-lat 100000000 -j; then
+	cat "$mnt/small" >/dev/null
+	stop_tracer oplog-lat
+	check "oplog --min-lat drops faster operations" 0 "$(wc -l <"$log/oplog-lat.out")"
+else
+	nok "oplog --min-lat attaches"
+fi
+
+# ---------------------------------------------------------------------
+# 2. Histograms: counts equal operation counts.
+mkdir -p "$lower/d"
+for i in 1 2 3; do echo "$i" >"$lower/d/f$i"; done
+if start_tracer hist hist -m "$mnt" -j; then
+	stats "$log/h0"
+	dd if="$mnt/big" of=/dev/null bs=4096 count=10 status=none
+	stat "$mnt/d/f1" "$mnt/d/f2" >/dev/null
+	ls "$mnt/d" >/dev/null
+	rm "$mnt/d/f3"
+	stats "$log/h1"
+	stop_tracer hist
+	check "aheadtrace hist exits 0 on Ctrl-C" 0 $?
+	h=$log/hist.out
+	check "hist read count equals the 10 reads issued" 10 \
+		"$(jq -r 'select(.op == "read") | .count' "$h")"
+	want=$(join <(sort "$log/h0") <(sort "$log/h1") |
+		awk '$1 ~ /^op_/ && $3 != $2 { sub(/^op_/, "", $1); print $1, $3 - $2 }' | sort)
+	got=$(jq -r '"\(.op) \(.count)"' "$h" | sort)
+	# release is checked on its own below.
+	check "hist counts equal stats op_* deltas for every operation but release" \
+		"$(grep -v '^release ' <<<"$want")" "$(grep -v '^release ' <<<"$got")"
+	check "hist counts release like stats op_release" \
+		"$(grep '^release ' <<<"$want")" "$(grep '^release ' <<<"$got")"
+	check "hist buckets add up to the counts" "" \
+		"$(jq -r 'select(([.buckets[].count] | add) != .count) | .op' "$h")"
+else
+	nok "aheadtrace hist attaches"
+fi
+if start_tracer hist-ops hist -m "$mnt" -o unlink,getattr -j; then
+	stat "$mnt/d/f1" >/dev/null
+	cat "$mnt/d/f1" >/dev/null
+	rm "$mnt/d/f2"
+	stop_tracer hist-ops
+	check "hist -o keeps only those operations" "getattr,unlink" \
+		"$(jq -r '.op' "$log/hist-ops.out" | sort -u | paste -sd,)"
+else
+	nok "aheadtrace hist -o attaches"
+fi
+
+# Prometheus text format.
+if start_tracer prom hist -m "$mnt" --prom "$log/m.prom"; then
+	stat "$mnt/d/f1" >/dev/null
+	stop_tracer prom
+	p=$(grep -E "^aheadfs_op_latency_seconds_count\{dev=\"$id\",op=\"getattr\"\} [1-9]" "$log/m.prom")
+	inf=$(grep -E "^aheadfs_op_latency_seconds_bucket\{dev=\"$id\",op=\"getattr\",le=\"\+Inf\"\}" "$log/m.prom" | awk '{print $2}')
+	if [ -n "$p" ] && [ "${p##* }" = "$inf" ] && grep -q '^# TYPE aheadfs_op_latency_seconds histogram' "$log/m.prom"; then
+		ok "--prom writes a Prometheus histogram"
+	else
+		nok "--prom writes a Prometheus histogram" "$(head -n 5 "$log/m.prom" 2>&1)"
+	fi
+else
+	nok "aheadtrace hist --prom attaches"
+fi
+
+# ---------------------------------------------------------------------
+# 3. Prefetch effectiveness per file.
+echo ahead >"$sys/prefetch"
+drop_caches
+ino=$(stat -c %i "$mnt/big")
+if start_tracer prefetch prefetch -m "$mnt" -j; then
+	stats "$log/p0"
+	dd if="$mnt/big" of=/dev/null bs=8650752 count=3 status=none
+	stats "$log/p1"
+	stop_tracer prefetch
+	check "aheadtrace prefetch exits 0 on Ctrl-C" 0 $?
+	f=$log/prefetch.out
+	check "prefetch: per-file prefetched bytes equal stats prefetch_bytes" \
+		"$(delta "$log/p0" "$log/p1" prefetch_bytes)" \
+		"$(jq -r "select(.ino == $ino) | .prefetch_bytes" "$f")"
+	check "prefetch: per-file read bytes equal stats read_bytes" \
+		"$(delta "$log/p0" "$log/p1" read_bytes)" \
+		"$(jq -r "select(.ino == $ino) | .read_bytes" "$f")"
+	check "prefetch: per-file absent bytes equal stats read_absent_bytes" \
+		"$(delta "$log/p0" "$log/p1" read_absent_bytes)" \
+		"$(jq -r "select(.ino == $ino) | .absent_bytes" "$f")"
+else
+	nok "aheadtrace prefetch attaches"
+fi
+
+# ---------------------------------------------------------------------
+# 4. VFS level, both layers in one run; nested calls keep their own starts.
+mkdir -p "$lower/v"
+for i in 1 2 3 4; do echo "$i" >"$lower/v/f$i"; done
+if start_tracer vfs vfs -d "$mnt" -d "$lower" -j; then
+	stats "$log/v0"
+	dd if="$mnt/big" of=/dev/null bs=8650752 count=2 status=none
+	rm "$mnt/v/f1" "$mnt/v/f2" "$mnt/v/f3"
+	stats "$log/v1"
+	stop_tracer vfs
+	check "aheadtrace vfs exits 0 on Ctrl-C" 0 $?
+	v=$log/vfs.out
+	cnt() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .count" "$v"; }
+	sum() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .sum_ns" "$v"; }
+	check "vfs: vfs_read on aheadfs counts the 2 reads" 2 "$(cnt "$id" vfs_read)"
+	check "vfs: lower reads equal stats read_txns" \
+		"$(delta "$log/v0" "$log/v1" read_txns)" "$(cnt "$ldev" vfs_iocb_iter_read)"
+	check "vfs: vfs_unlink counted on aheadfs" 3 "$(cnt "$id" vfs_unlink)"
+	check "vfs: nested vfs_unlink counted on the lower too" 3 "$(cnt "$ldev" vfs_unlink)"
+	su=$(sum "$id" vfs_unlink) sl=$(sum "$ldev" vfs_unlink)
+	if [ -n "$su" ] && [ -n "$sl" ] && [ "$su" -ge "$sl" ]; then
+		ok "vfs: outer unlink time includes the nested one ($su >= $sl ns)"
+	else
+		nok "vfs: outer unlink time includes the nested one" "aheadfs $su lower $sl"
+	fi
+	check "vfs: only the requested devices" "$(printf '%s\n' "$id" "$ldev" | sort -u | paste -sd,)" \
+		"$(jq -r .dev "$v" | sort -u | paste -sd,)"
+else
+	nok "aheadtrace vfs attaches"
+fi
+
+# ---------------------------------------------------------------------
+# 5. aheadtrace leaves nothing behind, after Ctrl-C and after SIGTERM.
+if wait_gone; then ok "nothing left after aheadtrace exits on Ctrl-C"; else nok "nothing left after aheadtrace exits on Ctrl-C" "$(ours)"; fi
+if start_tracer term hist -m "$mnt"; then
+	stop_tracer term TERM
+	check "aheadtrace exits 0 on SIGTERM" 0 $?
+	if wait_gone; then ok "nothing left after SIGTERM"; else nok "nothing left after SIGTERM" "$(ours)"; fi
+else
+	nok "aheadtrace hist attaches (SIGTERM run)"
+fi
+
+# ---------------------------------------------------------------------
+# 6. The bpftool-only path.
+rm -rf "$pin"
+if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loadall.err"; then
+	ok "bpftool prog loadall ... pinmaps ... autoattach"
+else
+	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
+fi
+check "maps and links pinned" "ahead_config ahead_events ahead_files ahead_hist ahead_lost at_copy at_meta at_prefetch at_read" \
+	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
+check "four raw tracepoint links attached" 4 \
+	"$("$bpftool" -j link show 2>/dev/null | jq '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length')"
+# Filter on this mount through the pinned config map (struct at_config).
+le32() { printf '%02x %02x %02x %02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
+"$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
+	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 28)) 2>"$log/update.err"
+check "config map update" "" "$(cat "$log/update.err")"
+# A second mount of the same lower: another device, filtered out.
+mkdir -p "$work/mnt2"
+mount -t aheadfs "$lower" "$work/mnt2"
+kdev2=$(( ($(stat -c %Hd "$work/mnt2") << 20) | $(stat -c %Ld "$work/mnt2") ))
+stats "$log/b0"
+dd if="$mnt/big" of=/dev/null bs=4096 count=7 status=none
+stat "$mnt/d/f1" >/dev/null
+dd if="$work/mnt2/big" of=/dev/null bs=4096 count=3 status=none
+stats "$log/b1"
+umount "$work/mnt2"
+"$bpftool" -j map dump pinned "$pin/ahead_hist" >"$log/dump.json" 2>&1
+bc() { jq -r ".[] | (.formatted // .) | select(.key.dev == $kdev and .key.op == $1) | .value.$2" "$log/dump.json"; }
+check "bpftool dump: read histogram counts the 7 reads" 7 "$(bc 29 count)"
+check "bpftool dump: read slots add up to 7" 7 "$(jq -r ".[] | (.formatted // .) | select(.key.dev == $kdev and .key.op == 29) | .value.slots | add" "$log/dump.json")"
+check "bpftool dump: getattr count equals stats op_getattr" \
+	"$(delta "$log/b0" "$log/b1" op_getattr)" "$(bc 11 count)"
+check "bpftool dump: the config map filters out another mount" "" \
+	"$(jq -r ".[] | (.formatted // .) | select(.key.dev == $kdev2) | .key.op" "$log/dump.json")"
+check "bpftool dump: keys are BTF-formatted" "dev op" \
+	"$(jq -r '.[0].formatted.key // .[0].key | keys_unsorted | join(" ")' "$log/dump.json")"
+rm -r "$pin"
+if wait_gone; then ok "removing the pins unloads everything"; else nok "removing the pins unloads everything" "$(ours)"; fi
+
+echo "1..$n"
+[ "$failed" = 0 ]
