@@ -8,6 +8,9 @@
  */
 #include "aheadfs_test.h"
 
+#include <signal.h>
+#include <sys/mman.h>
+
 #define KIB	1024L
 #define MIB	(1024L * KIB)
 
@@ -436,6 +439,84 @@ TEST_F(prefetch, hits_and_waste_accounting)
 	EXPECT_LT(0, DELTA(a, b, wasted));
 	EXPECT_EQ(DELTA(a, b, pf_bytes), DELTA(a, b, hit) + DELTA(a, b, wasted));
 	EXPECT_EQ(0, ahfs_stat(&self->fs, "window_cur"));
+}
+
+static long long meminfo(const char *key)
+{
+	char line[256];
+	long long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) &&
+		    line[strlen(key)] == ':')
+			v = atoll(line + strlen(key) + 1) * 1024;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Memory pressure: half of the available memory locked away, window_kb at
+ * its maximum (4 GiB, more than the guest has).  The window yields to the
+ * memory (at most half of what is available) instead of growing to 4 GiB,
+ * the reader still finds everything present after its first request, and
+ * nothing prefetched is evicted before it is read.
+ */
+TEST_F(prefetch, memory_pressure_window_yields)
+{
+	const size_t req = 8 * MIB;
+	long long avail, hog, peak;
+	char path[PATH_MAX], c;
+	struct snap a, b, d;
+	int fd, p[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 96 * MIB));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	avail = meminfo("MemAvailable");
+	ASSERT_LT(256 * MIB, avail);
+	hog = avail / 2;
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		void *m = mmap(NULL, hog, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE |
+			       MAP_LOCKED, -1, 0);
+
+		if (m == MAP_FAILED || write(p[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	close(p[0]);
+	avail = meminfo("MemAvailable");
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "window_kb", "4194304"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ((ssize_t)req, pread(fd, self->buf, req, 0));
+	snap(&self->fs, &b);
+	ASSERT_EQ(11, read_seq(fd, self->buf, req, 0, req));
+	close(fd);
+	snap(&self->fs, &d);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	peak = d.peak;
+	TH_LOG("available %lld MiB with %lld MiB locked: window peak %lld MiB, absent after first %lld, wasted %lld",
+	       avail >> 20, hog >> 20, peak >> 20, DELTA(b, d, absent_reqs),
+	       DELTA(a, d, wasted));
+	/* 11 doublings from 8 MiB would pass 4 GiB; memory stops it. */
+	EXPECT_LT(16 * MIB, peak);
+	EXPECT_GE(avail / 2 + 16 * MIB, peak);
+	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
+	EXPECT_EQ(0, DELTA(b, d, absent_reqs));
+	EXPECT_EQ(0, DELTA(a, d, wasted));
 }
 
 TEST_HARNESS_MAIN
