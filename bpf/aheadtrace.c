@@ -871,13 +871,17 @@ static void load_error(int err, const char *what)
 	    strerror(-err));
 }
 
-/* Sleep one interval; false when Ctrl-C came first. */
+/* Sleep one interval (without -i: until Ctrl-C); false when Ctrl-C came. */
 static bool wait_interval(void)
 {
-	struct timespec ts = { .tv_sec = env.interval ? env.interval : 3600 };
+	struct timespec ts = { .tv_sec = env.interval ? env.interval : 1 };
 
-	while (!exiting && nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	do {
+		while (!exiting && nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		ts.tv_sec = 1;
+		ts.tv_nsec = 0;
+	} while (!env.interval && !exiting);
 	return !exiting;
 }
 
