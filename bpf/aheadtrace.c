@@ -596,7 +596,7 @@ static void prom_write_hists(FILE *f, bool vfs)
 		fmt_dev(h->key.dev, dev, sizeof(dev));
 		for (s = 0; s < AT_HIST_SLOTS; s++) {
 			cum += h->cur.slots[s];
-			fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"%g\"} %llu\n",
+			fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"%.9g\"} %llu\n",
 				m, dev, lbl, op_name(h->key.op, vfs),
 				(double)(2ULL << s) * 1e-9,
 				(unsigned long long)cum);

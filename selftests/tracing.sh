@@ -163,6 +163,22 @@ done
 # Equal zeros would prove nothing: reads after drop_caches miss somewhere.
 if [ "$absent_seen" -gt 0 ]; then ok "absent bytes were seen ($absent_seen)"; else nok "absent bytes were seen"; fi
 
+# A copy_file_range through aheadfs: one copy record with its offsets.
+if start_tracer oplog-copy oplog -m "$mnt" -j; then
+	stats "$log/c0"
+	xfs_io -f -c "copy_range -s 65536 -d 4096 -l 1048576 $mnt/big" "$mnt/copy" >"$log/copy.err" 2>&1
+	stats "$log/c1"
+	stop_tracer oplog-copy
+	c=$log/oplog-copy.out
+	check "copy: oplog holds the copy's offsets and size" "$(stat -c %i "$mnt/big") 65536 $(stat -c %i "$mnt/copy") 4096 1048576" \
+		"$(jq -r 'select(.kind == "copy") | "\(.ino) \(.pos) \(.ino_out) \(.pos_out) \(.len)"' "$c" | paste -sd,)"
+	m=$(jq -r 'select(.kind == "copy") | .method' "$c" | head -n1)
+	check "copy: the method is counted in stats copy_$m" 1 \
+		"$( [ -n "$m" ] && delta "$log/c0" "$log/c1" "copy_$m")"
+else
+	nok "aheadtrace oplog attaches (copy)"
+fi
+
 # Filters: -p keeps one process, --min-lat drops fast operations.
 echo small >"$lower/small"
 if start_tracer oplog-pid oplog -m "$mnt" -p $$ -j; then
