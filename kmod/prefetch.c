@@ -160,6 +160,7 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count)
 	struct aheadfs_presence pr = {};
 	struct aheadfs_pf_plan plan;
 	struct aheadfs_pf_req rq;
+	loff_t isize;
 
 	if (!pf || !count || pos < 0)
 		return;
@@ -169,10 +170,14 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count)
 	if (!can_prefetch(lower))
 		return;
 
+	isize = i_size_read(file_inode(lower));
+	/* Nothing to fetch past the end; nor a window sized by that part. */
+	if (pos >= isize)
+		return;
 	rq = (struct aheadfs_pf_req){
 		.pos = pos,
-		.count = count,
-		.isize = i_size_read(file_inode(lower)),
+		.count = min_t(u64, count, isize - pos),
+		.isize = isize,
 		.txn = aheadfs_txn_size(sbi),
 		.win_cap = (u64)READ_ONCE(sbi->window_kb) << 10,
 		.legacy = mode == AHEADFS_PF_LEGACY,

@@ -8,6 +8,7 @@
  */
 #include "aheadfs_test.h"
 
+#include <liburing.h>
 #include <signal.h>
 #include <sys/mman.h>
 
@@ -439,6 +440,77 @@ TEST_F(prefetch, hits_and_waste_accounting)
 	EXPECT_LT(0, DELTA(a, b, wasted));
 	EXPECT_EQ(DELTA(a, b, pf_bytes), DELTA(a, b, hit) + DELTA(a, b, wasted));
 	EXPECT_EQ(0, ahfs_stat(&self->fs, "window_cur"));
+}
+
+/*
+ * io_uring reads stay async: each call goes to the lower in one piece (one
+ * transaction, whatever txn_kb), after the prefetcher has seen it, so the
+ * window is ahead of them as of synchronous reads.
+ */
+TEST_F(prefetch, io_uring_reads_one_piece_window_ahead)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	char path[PATH_MAX];
+	struct snap a, b, c;
+	int fd, i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 32 * MIB));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "1024"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	snap(&self->fs, &a);
+	for (i = 0; i < 8; i++) {
+		io_uring_prep_read(io_uring_get_sqe(&ring), fd, self->buf,
+				   4 * MIB, i * 4 * MIB);
+		ASSERT_EQ(1, io_uring_submit(&ring));
+		ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+		ASSERT_EQ(4 * MIB, cqe->res);
+		io_uring_cqe_seen(&ring, cqe);
+		ASSERT_EQ(0, ahfs_check_pattern(self->buf, 4 * MIB, i * 4 * MIB));
+		if (!i)
+			snap(&self->fs, &b);
+	}
+	snap(&self->fs, &c);
+	io_uring_queue_exit(&ring);
+	close(fd);
+	TH_LOG("%lld calls, %lld txns, %lld absent calls (%lld after the first read), %lld chunks",
+	       DELTA(a, c, reqs), DELTA(a, c, txns), DELTA(a, c, absent_reqs),
+	       DELTA(b, c, absent_reqs), DELTA(a, c, chunks));
+	EXPECT_EQ(DELTA(a, c, reqs), DELTA(a, c, txns));
+	EXPECT_LE(1, DELTA(a, b, absent_reqs));
+	EXPECT_EQ(0, DELTA(b, c, absent_reqs));
+	EXPECT_LT(0, DELTA(a, c, chunks));
+	EXPECT_LE(DELTA(a, c, pf_bytes), DELTA(a, c, chunks) * MIB);
+}
+
+/* O_DIRECT bypasses the page cache: split, but neither prefetched nor metered. */
+TEST_F(prefetch, direct_reads_not_prefetched)
+{
+	char path[PATH_MAX];
+	struct snap a, b;
+	void *dbuf;
+	int fd, i;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 8 * MIB));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "512"));
+	ASSERT_EQ(0, posix_memalign(&dbuf, 4096, 1 * MIB));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(1 * MIB, pread(fd, dbuf, 1 * MIB, i * MIB));
+		ASSERT_EQ(0, ahfs_check_pattern(dbuf, 1 * MIB, i * MIB));
+	}
+	snap(&self->fs, &b);
+	close(fd);
+	free(dbuf);
+	EXPECT_EQ(16, DELTA(a, b, txns));
+	EXPECT_EQ(0, DELTA(a, b, chunks));
+	EXPECT_EQ(0, DELTA(a, b, present_bytes) + DELTA(a, b, absent_bytes));
 }
 
 static long long meminfo(const char *key)
