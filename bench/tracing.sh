@@ -12,7 +12,7 @@
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=${1:-7} secs=${2:-2}
+rounds=${1:-11} secs=${2:-1}
 rel=$(uname -r)
 at=$top/bpf/aheadtrace
 out=$top/build/bench/tracing.json

@@ -51,8 +51,8 @@ ldev=$(stat -c '%Hd:%Ld' "$lower")
 sys=/sys/fs/aheadfs/$id
 cleanup() {
 	[ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer"
-	rm -rf "$pin"
-	umount "$mnt" 2>/dev/null
+	rm -rf "$pin" /sys/fs/bpf/aheadvfs
+	umount "$work/mnt2" "$mnt" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -359,6 +359,26 @@ check "bpftool dump: keys are BTF-formatted" "dev op" \
 	"$(jq -r '.[0].formatted.key // .[0].key | keys_unsorted | join(" ")' "$log/dump.json")"
 rm -r "$pin"
 if wait_gone; then ok "removing the pins unloads everything"; else nok "removing the pins unloads everything" "$(ours)"; fi
+
+# The VFS set through bpftool alone, filtered to this mount.
+vpin=/sys/fs/bpf/aheadvfs
+rm -rf "$vpin"
+if "$bpftool" prog loadall "$vobj" "$vpin" pinmaps "$vpin" autoattach 2>"$log/vload.err"; then
+	ok "bpftool loads and attaches vfs.bpf.o"
+else
+	nok "bpftool loads and attaches vfs.bpf.o" "$(cat "$log/vload.err")"
+fi
+"$bpftool" map update pinned "$vpin/vfs_devs" key hex $(le32 "$kdev") value 1 0 0 0 2>"$log/vupd.err" &&
+	"$bpftool" map update pinned "$vpin/vfs_config" key 0 0 0 0 value 1 0 0 0 0 0 0 0 2>>"$log/vupd.err"
+check "vfs filter set through the pinned maps" "" "$(cat "$log/vupd.err")"
+dd if="$mnt/big" of=/dev/null bs=4096 count=5 status=none
+"$bpftool" -j map dump pinned "$vpin/vfs_hist" >"$log/vdump.json" 2>&1
+check "bpftool dump: vfs_read on this mount counts the 5 reads" 5 \
+	"$(jq -r ".[] | (.formatted // .) | select(.key.dev == $kdev and .key.op == 0) | .value.count" "$log/vdump.json")"
+check "bpftool dump: vfs_hist holds this mount only" "$kdev" \
+	"$(jq -r '.[] | (.formatted // .) | .key.dev' "$log/vdump.json" | sort -u | paste -sd,)"
+rm -r "$vpin"
+if wait_gone; then ok "removing the vfs pins unloads everything"; else nok "removing the vfs pins unloads everything" "$(ours)"; fi
 
 echo "1..$n"
 [ "$failed" = 0 ]
