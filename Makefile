@@ -15,23 +15,21 @@ BENCH ?=
 KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	$(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
 
-SELFTEST_SRCS := $(wildcard selftests/*.c)
-SELFTEST_BINS := $(patsubst selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
-SELFTEST_CFLAGS := -O2 -g -Wall -I$(BUILD)/kselftest -Iselftests -D_GNU_SOURCE
+# Selftests: selftests/*.c, and selftests/DIR/*.c unless DIR has its own
+# Makefile (selftests/unit: host unit tests).  selftests/DIR/NAME.c builds
+# into build/selftests/DIR-NAME.
+SELFTEST_OWN_DIRS := $(patsubst %/Makefile,%/,$(wildcard selftests/*/Makefile))
+SELFTEST_SRCS := $(wildcard selftests/*.c) \
+	$(filter-out $(addsuffix %,$(SELFTEST_OWN_DIRS)),$(wildcard selftests/*/*.c))
+selftest_bin = $(BUILD)/selftests/$(subst /,-,$(patsubst selftests/%.c,%,$(1)))
+SELFTEST_BINS := $(foreach s,$(SELFTEST_SRCS),$(call selftest_bin,$(s)))
+SELFTEST_HDRS := $(wildcard selftests/*.h selftests/*/*.h) $(BUILD)/kselftest/kselftest_harness.h
+SELFTEST_CFLAGS := -O2 -g -Wall -I$(BUILD)/kselftest -I$(TOP)/selftests -D_GNU_SOURCE
 SELFTEST_LDLIBS := -luring -laio -lpthread
 
 HAVE_USERLAND := $(wildcard userland/Makefile)
 HAVE_BPF := $(wildcard bpf/Makefile)
 HAVE_UNIT := $(wildcard selftests/unit/Makefile)
-
-# $(call host_check,TARGET,RESULT-PREFIX): run a host test target; if it fails
-# without leaving its KTAP in build/results, record that as a failure.
-define host_check
-	@$(MAKE) --no-print-directory $(1) || { \
-		ls $(BUILD)/results/$(2)*.tap >/dev/null 2>&1 || \
-		printf 'TAP version 13\n1..1\nnot ok 1 %s did not complete\n' '$(1)' \
-			>$(BUILD)/results/$(2)-incomplete.tap; }
-endef
 
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
 	bench demo install dkms checkpatch clean deps userland-check bpf-check \
@@ -42,11 +40,14 @@ all: module $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf) selftests
 deps:
 	@scripts/setup-deps
 
+$(BUILD)/kselftest/kselftest_harness.h $(BUILD)/checkpatch/checkpatch.pl:
+	@scripts/setup-deps
+
 module:
-	@scripts/kbuild $(KDIR)
+	@nice scripts/kbuild $(KDIR)
 
 modules:
-	@set -e; for k in $(KERNELS); do scripts/kbuild $$k; done
+	@set -e; for k in $(KERNELS); do nice scripts/kbuild $$k; done
 
 userland:
 	$(MAKE) -C userland
@@ -54,11 +55,18 @@ userland:
 bpf:
 	$(MAKE) -C bpf
 
+# Binaries of removed sources must not linger: the guest runs them all.
 selftests: $(SELFTEST_BINS)
+	@for f in $(BUILD)/selftests/*; do \
+		case " $(SELFTEST_BINS) " in *" $$f "*) ;; *) rm -f "$$f" ;; esac; \
+	done
 
-$(BUILD)/selftests/%: selftests/%.c selftests/aheadfs_test.h
-	@mkdir -p $(dir $@)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS)
+define selftest_rule
+$(call selftest_bin,$(1)): $(1) $(SELFTEST_HDRS)
+	@mkdir -p $$(dir $$@)
+	nice $$(CC) $$(SELFTEST_CFLAGS) -I$(dir $(1)) -o $$@ $(1) $$(SELFTEST_LDLIBS)
+endef
+$(foreach s,$(SELFTEST_SRCS),$(eval $(call selftest_rule,$(s))))
 
 userland-check:
 	$(if $(HAVE_USERLAND),$(MAKE) -C userland check)
@@ -69,37 +77,28 @@ bpf-check:
 unit-check:
 	$(if $(HAVE_UNIT),$(MAKE) -C selftests/unit unit-check)
 
-# Host-side tests: no guest needed.  Each writes build/results/<name>*.tap.
-check-host:
-	$(call host_check,unit-check,unit-)
-	$(call host_check,userland-check,userland)
-	$(call host_check,bpf-check,bpf-)
+# Host-side tests only: no guest needed.  Each writes build/results/*.tap.
+check-host: $(if $(HAVE_UNIT),unit-check) $(if $(HAVE_USERLAND),userland-check) \
+	$(if $(HAVE_BPF),bpf-check)
 
-# One guest per kernel; a guest that does not finish is a failure line.
-guest-tests: modules selftests
-	@set -e; for k in $(KERNELS); do \
-		rel=$$(scripts/kernel-release $$k); \
-		echo "== guest $$rel" >&2; \
-		if ! scripts/vm-run --kernel $$k -- scripts/guest-run $(GUEST_ARGS); then \
-			printf 'TAP version 13\n1..1\nnot ok 1 guest %s did not finish\n' $$rel \
-				>$(BUILD)/results/$$rel-guest.tap; \
-		fi; \
+# The guests only, for modules and selftests already built.
+guest-tests:
+	@for k in $(KERNELS); do \
+		scripts/vm-run --kernel $$k -- scripts/guest-run $(GUEST_ARGS) || exit 1; \
 	done
-
-check:
-	@scripts/setup-deps
-	@rm -rf $(BUILD)/results && mkdir -p $(BUILD)/results
-	@$(MAKE) --no-print-directory all modules
-	@$(MAKE) --no-print-directory check-host
-	@$(MAKE) --no-print-directory guest-tests
 	@scripts/ktap-summary $(BUILD)/results/*.tap
+
+# Everything, each step recorded as KTAP; see scripts/check.
+check:
+	@KERNELS="$(KERNELS)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
 
 bench: modules selftests $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf)
 	@scripts/setup-deps
-	@scripts/bench-run $(BENCH)
+	@KERNELS="$(KERNELS)" scripts/bench-run $(BENCH)
 
-demo: modules $(if $(HAVE_USERLAND),userland)
+demo: $(if $(HAVE_USERLAND),userland)
 	@scripts/setup-deps
+	@nice scripts/kbuild $(firstword $(KERNELS))
 	@scripts/vm-run --kernel $(firstword $(KERNELS)) -- scripts/demo
 
 install: module
@@ -118,13 +117,12 @@ dkms:
 	sed "s/@VERSION@/$$ver/" kmod/dkms.conf.in >$$src/dkms.conf && \
 	echo "dkms source in $$src: dkms add aheadfs/$$ver && dkms install aheadfs/$$ver"
 
-checkpatch:
-	@scripts/setup-deps >/dev/null
+checkpatch: $(BUILD)/checkpatch/checkpatch.pl
 	@perl $(BUILD)/checkpatch/checkpatch.pl --no-tree --file --terse \
-		--ignore SPDX_LICENSE_TAG \
 		kmod/*.c kmod/*.h kmod/probes/*.c
 
 clean:
 	rm -rf $(BUILD)/kmod $(BUILD)/selftests $(BUILD)/results $(BUILD)/bench
 	$(if $(HAVE_USERLAND),$(MAKE) -C userland clean)
 	$(if $(HAVE_BPF),$(MAKE) -C bpf clean)
+	$(if $(HAVE_UNIT),$(MAKE) -C selftests/unit clean)
