@@ -194,6 +194,23 @@ static inline struct dentry *aheadfs_lower_dentry(const struct dentry *dentry)
 	return AHEADFS_D(dentry)->lower.dentry;
 }
 
+/*
+ * The lower dentry of a positive dentry, pinned for one operation.  With our
+ * extra reference a concurrent unlink in the lower only unhashes it instead
+ * of making it negative under us.  NULL when the lower is already gone:
+ * removed behind the mount's back while a cwd or an fd held our dentry.
+ */
+static inline struct dentry *aheadfs_get_lower(const struct dentry *dentry)
+{
+	struct dentry *lower = dget(AHEADFS_D(dentry)->lower.dentry);
+
+	if (d_really_is_negative(lower)) {
+		dput(lower);
+		return NULL;
+	}
+	return lower;
+}
+
 static inline aheadfs_idmap_t *aheadfs_lower_idmap(const struct dentry *dentry)
 {
 	return aheadfs_mnt_idmap(AHEADFS_D(dentry)->lower.mnt);

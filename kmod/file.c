@@ -187,8 +187,14 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	flags = file->f_flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
 	if (flags & __O_TMPFILE)
 		flags &= ~(__O_TMPFILE | O_DIRECTORY);
-	aheadfs_lower_path(file->f_path.dentry, &lower_path);
+	lower_path.mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
+	lower_path.dentry = aheadfs_get_lower(file->f_path.dentry);
+	if (!lower_path.dentry) {
+		err = -ENOENT;
+		goto out_free;
+	}
 	lower = dentry_open(&lower_path, flags, current_cred());
+	dput(lower_path.dentry);
 	if (IS_ERR(lower)) {
 		err = PTR_ERR(lower);
 		goto out_free;
@@ -219,12 +225,13 @@ out:
 static int aheadfs_release(struct inode *inode, struct file *file)
 {
 	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	u64 t0 = aheadfs_op_begin();
 
 	if (S_ISREG(inode->i_mode))
 		aheadfs_prefetch_release(file);
 	fput(fi->lower);
 	kfree(fi);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode, 0, 0);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode, t0, 0);
 	return 0;
 }
 

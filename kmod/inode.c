@@ -91,23 +91,28 @@ static struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
 				     unsigned int flags)
 {
 	struct super_block *sb = dir->i_sb;
-	struct dentry *lower_parent = aheadfs_lower_dentry(dentry->d_parent);
+	struct dentry *lower_parent;
 	struct path lower_path;
 	struct dentry *lower, *ret;
 	struct inode *inode = NULL;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
+	lower_parent = aheadfs_get_lower(dentry->d_parent);
+	if (!lower_parent) {
+		ret = ERR_PTR(-ENOENT);
+		goto out;
+	}
 	err = aheadfs_new_dentry_info(dentry);
 	if (err) {
 		ret = ERR_PTR(err);
-		goto out;
+		goto out_dput;
 	}
 	lower = lookup_one_unlocked(lower_idmap(sb), dentry->d_name.name,
 				    lower_parent, dentry->d_name.len);
 	if (IS_ERR(lower)) {
 		ret = lower;
-		goto out;
+		goto out_dput;
 	}
 	lower_path.mnt = mntget(AHEADFS_SB(sb)->lower.mnt);
 	lower_path.dentry = lower;
@@ -118,10 +123,13 @@ static struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
 		inode = aheadfs_iget(sb, d_inode(lower));
 		if (IS_ERR(inode)) {
 			ret = ERR_CAST(inode);
-			goto out;
+			inode = NULL;
+			goto out_dput;
 		}
 	}
 	ret = d_splice_alias(inode, dentry);
+out_dput:
+	dput(lower_parent);
 out:
 	aheadfs_op_end(sb, AHEADFS_OP_lookup, inode, t0,
 		       IS_ERR(ret) ? PTR_ERR(ret) : 0);
@@ -135,12 +143,16 @@ out:
  */
 static struct dentry *lock_lower_parent(struct dentry *dentry)
 {
-	struct dentry *lower_parent = aheadfs_lower_dentry(dentry->d_parent);
+	struct dentry *lower_parent = aheadfs_get_lower(dentry->d_parent);
 	struct dentry *lower = aheadfs_lower_dentry(dentry);
 
+	/* Our directory was removed from the lower behind our back. */
+	if (!lower_parent)
+		return ERR_PTR(-ENOENT);
 	inode_lock_nested(d_inode(lower_parent), I_MUTEX_PARENT);
 	if (lower->d_parent != lower_parent || d_unhashed(lower)) {
 		inode_unlock(d_inode(lower_parent));
+		dput(lower_parent);
 		return ERR_PTR(-ESTALE);
 	}
 	return lower_parent;
@@ -149,6 +161,7 @@ static struct dentry *lock_lower_parent(struct dentry *dentry)
 static void unlock_lower_parent(struct dentry *lower_parent)
 {
 	inode_unlock(d_inode(lower_parent));
+	dput(lower_parent);
 }
 
 /*
@@ -285,23 +298,28 @@ out:
 static int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
 			struct dentry *new_dentry)
 {
-	struct dentry *lower_parent;
+	struct dentry *lower_parent, *lower_old;
 	u64 t0 = aheadfs_op_begin();
-	int err;
+	int err = -ENOENT;
 
+	lower_old = aheadfs_get_lower(old_dentry);
+	if (!lower_old)
+		goto out;
 	lower_parent = lock_lower_parent(new_dentry);
 	if (IS_ERR(lower_parent)) {
 		err = PTR_ERR(lower_parent);
-		goto out;
+		goto out_dput;
 	}
-	err = vfs_link(aheadfs_lower_dentry(old_dentry),
-		       lower_idmap(dir->i_sb), d_inode(lower_parent),
-		       aheadfs_lower_dentry(new_dentry), NULL);
+	err = vfs_link(lower_old, lower_idmap(dir->i_sb),
+		       d_inode(lower_parent), aheadfs_lower_dentry(new_dentry),
+		       NULL);
 	if (!err)
 		err = instantiate(new_dentry, lower_parent);
 	aheadfs_copy_attr(d_inode(old_dentry));
 	dir_changed(dir);
 	unlock_lower_parent(lower_parent);
+out_dput:
+	dput(lower_old);
 out:
 	aheadfs_op_end(dir->i_sb, AHEADFS_OP_link, d_inode(old_dentry), t0,
 		       err);
@@ -311,7 +329,7 @@ out:
 static int aheadfs_unlink(struct inode *dir, struct dentry *dentry)
 {
 	struct inode *inode = d_inode(dentry);
-	struct dentry *lower_parent;
+	struct dentry *lower_parent, *lower;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
@@ -320,8 +338,14 @@ static int aheadfs_unlink(struct inode *dir, struct dentry *dentry)
 		err = PTR_ERR(lower_parent);
 		goto out;
 	}
-	err = vfs_unlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			 aheadfs_lower_dentry(dentry), NULL);
+	lower = aheadfs_get_lower(dentry);
+	if (lower) {
+		err = vfs_unlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
+				 lower, NULL);
+		dput(lower);
+	} else {
+		err = -ENOENT;
+	}
 	/* The lower inode outlives its last link while we hold it. */
 	aheadfs_copy_attr(inode);
 	dir_changed(dir);
@@ -334,7 +358,7 @@ out:
 static int aheadfs_rmdir(struct inode *dir, struct dentry *dentry)
 {
 	struct inode *inode = d_inode(dentry);
-	struct dentry *lower_parent;
+	struct dentry *lower_parent, *lower;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
@@ -343,8 +367,14 @@ static int aheadfs_rmdir(struct inode *dir, struct dentry *dentry)
 		err = PTR_ERR(lower_parent);
 		goto out;
 	}
-	err = vfs_rmdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			aheadfs_lower_dentry(dentry));
+	lower = aheadfs_get_lower(dentry);
+	if (lower) {
+		err = vfs_rmdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
+				lower);
+		dput(lower);
+	} else {
+		err = -ENOENT;
+	}
 	if (!err)
 		clear_nlink(inode);
 	dir_changed(dir);
@@ -359,21 +389,28 @@ static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 			  struct dentry *new_dentry, unsigned int flags)
 {
 	struct super_block *sb = old_dir->i_sb;
-	struct dentry *lower_old_parent =
-		aheadfs_lower_dentry(old_dentry->d_parent);
-	struct dentry *lower_new_parent =
-		aheadfs_lower_dentry(new_dentry->d_parent);
-	struct dentry *lower_old = aheadfs_lower_dentry(old_dentry);
-	struct dentry *lower_new = aheadfs_lower_dentry(new_dentry);
+	struct dentry *lower_old_parent, *lower_new_parent;
+	struct dentry *lower_old, *lower_new;
 	struct renamedata rd = {};
 	struct dentry *trap;
 	u64 t0 = aheadfs_op_begin();
-	int err;
+	int err = -EINVAL;
 
-	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
-		err = -EINVAL;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
 		goto out;
-	}
+
+	/*
+	 * Pinned, so that an unlink in the lower can only unhash them; the
+	 * target is pinned even when negative, so the rename's own
+	 * d_delete leaves it positive for racing users of the victim.
+	 */
+	err = -ENOENT;
+	lower_old_parent = aheadfs_get_lower(old_dentry->d_parent);
+	lower_new_parent = aheadfs_get_lower(new_dentry->d_parent);
+	lower_old = aheadfs_get_lower(old_dentry);
+	lower_new = dget(aheadfs_lower_dentry(new_dentry));
+	if (!lower_old_parent || !lower_new_parent || !lower_old)
+		goto out_dput;
 
 	trap = lock_rename(lower_old_parent, lower_new_parent);
 	err = -ESTALE;
@@ -406,6 +443,11 @@ static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 		dir_changed(new_dir);
 unlock:
 	unlock_rename(lower_old_parent, lower_new_parent);
+out_dput:
+	dput(lower_new);
+	dput(lower_old);
+	dput(lower_new_parent);
+	dput(lower_old_parent);
 out:
 	aheadfs_op_end(sb, AHEADFS_OP_rename, d_inode(old_dentry), t0, err);
 	return err;
@@ -425,10 +467,16 @@ static int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	aheadfs_lower_path(dentry->d_parent, &lower_parent);
+	lower_parent.mnt = AHEADFS_SB(dir->i_sb)->lower.mnt;
+	lower_parent.dentry = aheadfs_get_lower(dentry->d_parent);
+	if (!lower_parent.dentry) {
+		err = -ENOENT;
+		goto out;
+	}
 	lower_file = aheadfs_tmpfile_open(lower_idmap(dir->i_sb),
 					  &lower_parent, mode, file->f_flags,
 					  current_cred());
+	dput(lower_parent.dentry);
 	if (IS_ERR(lower_file)) {
 		err = PTR_ERR(lower_file);
 		goto out;
@@ -485,9 +533,21 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 
-	aheadfs_lower_path(dentry, &lower_path);
+	lower_path.mnt = sbi->lower.mnt;
+	lower_path.dentry = aheadfs_get_lower(dentry);
+	if (!lower_path.dentry) {
+		/*
+		 * Removed from the lower while a cwd or an fd pinned us: the
+		 * inode we hold is what a native stat of it would show.
+		 */
+		aheadfs_copy_attr(inode);
+		aheadfs_fillattr(idmap, request_mask, inode, stat);
+		stat->blocks = inode->i_blocks;
+		goto out;
+	}
 	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
 				  query_flags);
+	dput(lower_path.dentry);
 	if (err)
 		goto out;
 	aheadfs_copy_attr(inode);
@@ -502,12 +562,15 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 			   struct iattr *ia)
 {
 	struct inode *inode = d_inode(dentry);
-	struct dentry *lower = aheadfs_lower_dentry(dentry);
 	struct inode *lower_inode = aheadfs_lower_inode(inode);
 	struct iattr lower_ia = *ia;
+	struct dentry *lower;
 	u64 t0 = aheadfs_op_begin();
-	int err;
+	int err = -ENOENT;
 
+	lower = aheadfs_get_lower(dentry);
+	if (!lower)
+		goto out;
 	if (lower_ia.ia_valid & ATTR_FILE)
 		lower_ia.ia_file = aheadfs_lower_file(ia->ia_file);
 	/* notify_change() on the lower derives the mode from these itself. */
@@ -517,7 +580,9 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	inode_lock(lower_inode);
 	err = notify_change(lower_idmap(dentry->d_sb), lower, &lower_ia, NULL);
 	inode_unlock(lower_inode);
+	dput(lower);
 	aheadfs_copy_attr(inode);
+out:
 	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_setattr, inode, t0, err);
 	return err;
 }
@@ -526,13 +591,21 @@ static const char *aheadfs_get_link(struct dentry *dentry,
 				    struct inode *inode,
 				    struct delayed_call *done)
 {
+	struct dentry *lower;
 	const char *link;
 	u64 t0;
 
 	if (!dentry)
 		return ERR_PTR(-ECHILD);
 	t0 = aheadfs_op_begin();
-	link = vfs_get_link(aheadfs_lower_dentry(dentry), done);
+	lower = aheadfs_get_lower(dentry);
+	if (lower) {
+		/* The body lives as long as the lower inode, which we pin. */
+		link = vfs_get_link(lower, done);
+		dput(lower);
+	} else {
+		link = ERR_PTR(-ENOENT);
+	}
 	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_readlink, inode, t0,
 		       IS_ERR(link) ? PTR_ERR(link) : 0);
 	return link;
@@ -541,10 +614,14 @@ static const char *aheadfs_get_link(struct dentry *dentry,
 static ssize_t aheadfs_listxattr(struct dentry *dentry, char *list,
 				 size_t size)
 {
+	struct dentry *lower = aheadfs_get_lower(dentry);
 	u64 t0 = aheadfs_op_begin();
-	ssize_t ret;
+	ssize_t ret = -ENOENT;
 
-	ret = vfs_listxattr(aheadfs_lower_dentry(dentry), list, size);
+	if (lower) {
+		ret = vfs_listxattr(lower, list, size);
+		dput(lower);
+	}
 	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_listxattr, d_inode(dentry),
 		       t0, ret);
 	return ret;
@@ -552,16 +629,26 @@ static ssize_t aheadfs_listxattr(struct dentry *dentry, char *list,
 
 static int aheadfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 {
-	return vfs_fileattr_get(aheadfs_lower_dentry(dentry), fa);
+	struct dentry *lower = aheadfs_get_lower(dentry);
+	int err;
+
+	if (!lower)
+		return -ENOENT;
+	err = vfs_fileattr_get(lower, fa);
+	dput(lower);
+	return err;
 }
 
 static int aheadfs_fileattr_set(aheadfs_idmap_t *idmap,
 				struct dentry *dentry, struct fileattr *fa)
 {
+	struct dentry *lower = aheadfs_get_lower(dentry);
 	int err;
 
-	err = vfs_fileattr_set(lower_idmap(dentry->d_sb),
-			       aheadfs_lower_dentry(dentry), fa);
+	if (!lower)
+		return -ENOENT;
+	err = vfs_fileattr_set(lower_idmap(dentry->d_sb), lower, fa);
+	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
 	return err;
 }
@@ -587,22 +674,31 @@ static const char *acl_name(int type)
 static struct posix_acl *aheadfs_get_acl(aheadfs_idmap_t *idmap,
 					 struct dentry *dentry, int type)
 {
-	return vfs_get_acl(lower_idmap(dentry->d_sb),
-			   aheadfs_lower_dentry(dentry), acl_name(type));
+	struct dentry *lower = aheadfs_get_lower(dentry);
+	struct posix_acl *acl;
+
+	if (!lower)
+		return ERR_PTR(-ENOENT);
+	acl = vfs_get_acl(lower_idmap(dentry->d_sb), lower, acl_name(type));
+	dput(lower);
+	return acl;
 }
 
 static int aheadfs_set_acl(aheadfs_idmap_t *idmap, struct dentry *dentry,
 			   struct posix_acl *acl, int type)
 {
-	struct dentry *lower = aheadfs_lower_dentry(dentry);
+	struct dentry *lower = aheadfs_get_lower(dentry);
 	int err;
 
+	if (!lower)
+		return -ENOENT;
 	if (acl)
 		err = vfs_set_acl(lower_idmap(dentry->d_sb), lower,
 				  acl_name(type), acl);
 	else
 		err = vfs_remove_acl(lower_idmap(dentry->d_sb), lower,
 				     acl_name(type));
+	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
 	return err;
 }
@@ -659,11 +755,15 @@ static int aheadfs_xattr_get(const struct xattr_handler *handler,
 			     struct dentry *dentry, struct inode *inode,
 			     const char *name, void *buffer, size_t size)
 {
+	struct dentry *lower = aheadfs_get_lower(dentry);
 	u64 t0 = aheadfs_op_begin();
-	ssize_t ret;
+	ssize_t ret = -ENOENT;
 
-	ret = vfs_getxattr(lower_idmap(inode->i_sb),
-			   aheadfs_lower_dentry(dentry), name, buffer, size);
+	if (lower) {
+		ret = vfs_getxattr(lower_idmap(inode->i_sb), lower, name,
+				   buffer, size);
+		dput(lower);
+	}
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_getxattr, inode, t0, ret);
 	return ret;
 }
@@ -673,16 +773,20 @@ static int aheadfs_xattr_set(const struct xattr_handler *handler,
 			     struct inode *inode, const char *name,
 			     const void *value, size_t size, int flags)
 {
-	struct dentry *lower = aheadfs_lower_dentry(dentry);
+	struct dentry *lower = aheadfs_get_lower(dentry);
 	u64 t0 = aheadfs_op_begin();
-	int err;
+	int err = -ENOENT;
 
+	if (!lower)
+		goto out;
 	if (value)
 		err = vfs_setxattr(lower_idmap(inode->i_sb), lower, name,
 				   value, size, flags);
 	else
 		err = vfs_removexattr(lower_idmap(inode->i_sb), lower, name);
+	dput(lower);
 	aheadfs_copy_attr(inode);
+out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_setxattr, inode, t0, err);
 	return err;
 }

@@ -211,6 +211,92 @@ TEST_F(err, lower_removed)
 	self->fs.mounted = 0;
 }
 
+/*
+ * A directory removed from the lower while the mount still holds it (a cwd,
+ * an O_PATH fd): what works on a removed directory natively works, creating
+ * in it fails with ENOENT.
+ */
+TEST_F(err, lower_removed_under_cwd)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int fd, ffd;
+
+	ASSERT_EQ(0, ahfs_mount_at(self->fs.lower, self->fs.mnt, ""));
+	self->fs.mounted = 1;
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, p, "gone"), 0755));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, "gone/f"), 10));
+	fd = open(ahfs_m(&self->fs, p, "gone"), O_PATH | O_DIRECTORY);
+	ASSERT_LE(0, fd);
+	ffd = open(ahfs_m(&self->fs, p, "gone/f"), O_PATH);
+	ASSERT_LE(0, ffd);
+	ASSERT_EQ(0, chdir(ahfs_m(&self->fs, p, "gone")));
+	ASSERT_EQ(0, ahfs_run("rm -rf '%s/gone'", self->fs.lower));
+
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_TRUE(S_ISDIR(st.st_mode));
+	EXPECT_EQ(0, st.st_nlink);
+	ASSERT_EQ(0, fstat(ffd, &st));
+	EXPECT_EQ(0, st.st_nlink);
+	EXPECT_EQ(0, stat(".", &st));
+	EXPECT_EQ(0, chmod(".", 0700));
+	EXPECT_EQ(-1, open("new", O_CREAT | O_WRONLY, 0644));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(-1, mkdir("newdir", 0755));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(-1, access("f", F_OK));
+	ASSERT_EQ(0, chdir("/"));
+	close(fd);
+	close(ffd);
+}
+
+/*
+ * Removed through the mount while an O_PATH fd holds it: the lower dentry
+ * must stay usable for the fd (it once turned negative under us and the
+ * next fstat dereferenced NULL).
+ */
+TEST_F(err, removed_while_held)
+{
+	char p[PATH_MAX], q[PATH_MAX], buf[16];
+	struct stat st;
+	int dfd, ffd, rfd;
+
+	ASSERT_EQ(0, ahfs_mount_at(self->fs.lower, self->fs.mnt, ""));
+	self->fs.mounted = 1;
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, p, "d"), 0755));
+	dfd = open(p, O_PATH | O_DIRECTORY);
+	ASSERT_LE(0, dfd);
+	ASSERT_EQ(0, rmdir(p));
+	ASSERT_EQ(0, fstat(dfd, &st));
+	EXPECT_EQ(0, st.st_nlink);
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, "f"), 10));
+	ffd = open(p, O_PATH);
+	ASSERT_LE(0, ffd);
+	ASSERT_EQ(0, unlink(p));
+	ASSERT_EQ(0, fstat(ffd, &st));
+	EXPECT_EQ(0, st.st_nlink);
+	EXPECT_EQ(10, st.st_size);
+	/* Reopening the removed file through /proc reaches our ->open. */
+	rfd = open(ahfs_fmt(p, sizeof(p), "/proc/self/fd/%d", ffd), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	EXPECT_EQ(10, read(rfd, buf, sizeof(buf)));
+	close(rfd);
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, "victim"), 3));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, "src"), 5));
+	rfd = open(ahfs_m(&self->fs, p, "victim"), O_PATH);
+	ASSERT_LE(0, rfd);
+	ASSERT_EQ(0, rename(ahfs_m(&self->fs, p, "src"),
+			    ahfs_m(&self->fs, q, "victim")));
+	ASSERT_EQ(0, fstat(rfd, &st));
+	EXPECT_EQ(3, st.st_size);
+	EXPECT_EQ(0, st.st_nlink);
+	close(rfd);
+	close(ffd);
+	close(dfd);
+}
+
 /* The lower is a bind mount that is lazily unmounted: the mount pins it. */
 TEST_F(err, lower_detached)
 {
