@@ -513,6 +513,87 @@ TEST_F(prefetch, direct_reads_not_prefetched)
 	EXPECT_EQ(0, DELTA(a, b, present_bytes) + DELTA(a, b, absent_bytes));
 }
 
+#define TRACEFS	"/sys/kernel/tracing"
+
+static int trace_write(const char *file, const char *val)
+{
+	char path[PATH_MAX];
+
+	return ahfs_write_file(ahfs_fmt(path, sizeof(path), "%s/%s", TRACEFS,
+					file), val);
+}
+
+/* Sum of "@field=N" over the trace lines of @event; the count in *@n. */
+static long long trace_sum(const char *event, const char *field, long *n)
+{
+	char line[1024], key[64];
+	long long sum = 0;
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	char *p;
+
+	*n = 0;
+	if (!f)
+		return -1;
+	snprintf(key, sizeof(key), " %s=", field);
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || !strstr(line, event))
+			continue;
+		(*n)++;
+		p = strstr(line, key);
+		if (p)
+			sum += atoll(p + strlen(key));
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * The tracepoints agree with the counters: aheadfs_read once per request
+ * with the absent bytes summed over its transactions, aheadfs_prefetch once
+ * per chunk with its length.
+ */
+TEST_F(prefetch, tracepoints_match_counters)
+{
+	char path[PATH_MAX], filter[64];
+	long long absent, len;
+	long nread, nchunk;
+	struct snap a, b;
+	int fd;
+
+	if (access(TRACEFS "/events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	ASSERT_EQ(0, access(TRACEFS "/events/aheadfs/aheadfs_read", F_OK));
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 16 * MIB + 4096));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	/* The kernel's dev_t of the mount: major << 20 | minor. */
+	snprintf(filter, sizeof(filter), "dev == %u\n",
+		 major(self->fs.dev) << 20 | minor(self->fs.dev));
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_read/filter", filter));
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_prefetch/filter", filter));
+	ASSERT_EQ(0, trace_write("trace", ""));
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_read/enable", "1"));
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_prefetch/enable", "1"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(17, read_seq(fd, self->buf, 0, 0, 1 * MIB));
+	snap(&self->fs, &b);
+	close(fd);
+	trace_write("events/aheadfs/aheadfs_read/enable", "0");
+	trace_write("events/aheadfs/aheadfs_prefetch/enable", "0");
+	absent = trace_sum("aheadfs_read:", "absent", &nread);
+	len = trace_sum("aheadfs_prefetch:", "len", &nchunk);
+	trace_write("events/aheadfs/aheadfs_read/filter", "0\n");
+	trace_write("events/aheadfs/aheadfs_prefetch/filter", "0\n");
+	TH_LOG("%ld read events (%lld absent bytes), %ld prefetch events (%lld bytes)",
+	       nread, absent, nchunk, len);
+	EXPECT_EQ(DELTA(a, b, reqs), nread);
+	EXPECT_EQ(DELTA(a, b, absent_bytes), absent);
+	EXPECT_EQ(1 * MIB, absent);
+	EXPECT_EQ(DELTA(a, b, chunks), nchunk);
+	EXPECT_EQ(DELTA(a, b, pf_bytes), len);
+}
+
 static long long meminfo(const char *key)
 {
 	char line[256];
