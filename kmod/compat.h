@@ -66,6 +66,15 @@ static inline int aheadfs_vfs_getattr(const struct path *path,
 	vfs_getattr(path, stat, mask, flags)
 #endif
 
+/* 6.5 added EXPORT_FH_* flags; aheadfs encodes plain (decodable) handles. */
+#ifdef AHEADFS_HAVE_ENCODE_INODE_FH_FLAGS
+#define aheadfs_encode_inode_fh(inode, fid, max_len, parent) \
+	exportfs_encode_inode_fh(inode, fid, max_len, parent, 0)
+#else
+#define aheadfs_encode_inode_fh(inode, fid, max_len, parent) \
+	exportfs_encode_inode_fh(inode, fid, max_len, parent)
+#endif
+
 #ifndef IOCB_DIO_CALLER_COMP
 #define IOCB_DIO_CALLER_COMP	0
 #endif

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs file handles (export_operations), through name_to_handle_at and
+ * open_by_handle_at, the calls nfsd's handles go through too: a handle is
+ * the lower's, outlives a dentry-cache drop and a remount, finds renamed
+ * files and directories connected, refuses what left the mount, and many
+ * decoders of one handle at once share one inode.  The NFS side is in
+ * export.sh.
+ */
+#include "aheadfs_test.h"
+
+#include <sys/syscall.h>
+
+#define HBYTES	MAX_HANDLE_SZ
+
+struct fh {
+	struct file_handle h;
+	unsigned char bytes[HBYTES];
+};
+
+FIXTURE(export) {
+	struct ahfs fs;
+	char path[PATH_MAX];
+	int mfd;
+};
+
+FIXTURE_SETUP(export)
+{
+	ASSERT_EQ(0, ahfs_setup(&self->fs, "export", ""));
+	self->mfd = open(self->fs.mnt, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, self->mfd);
+}
+
+FIXTURE_TEARDOWN(export)
+{
+	if (self->mfd >= 0)
+		close(self->mfd);
+	ahfs_teardown(&self->fs);
+}
+
+static int get_fh(const char *path, struct fh *fh)
+{
+	int mount_id;
+
+	memset(fh, 0, sizeof(*fh));
+	fh->h.handle_bytes = HBYTES;
+	return name_to_handle_at(AT_FDCWD, path, &fh->h, &mount_id, 0) ?
+	       -errno : 0;
+}
+
+static int open_fh(int mfd, struct fh *fh, int flags)
+{
+	int fd = open_by_handle_at(mfd, &fh->h, flags);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Where /proc says an open file is: the path the dentry is connected by. */
+static char *fd_path(int fd, char *buf)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, PATH_MAX - 1);
+	buf[n < 0 ? 0 : n] = 0;
+	return buf;
+}
+
+static int remount(struct ahfs *fs, int *mfd)
+{
+	close(*mfd);
+	*mfd = -1;
+	if (umount(fs->mnt))
+		return -errno;
+	fs->mounted = 0;
+	if (ahfs_mount_at(fs->lower, fs->mnt, ""))
+		return -errno;
+	fs->mounted = 1;
+	*mfd = open(fs->mnt, O_RDONLY | O_DIRECTORY);
+	return *mfd < 0 ? -errno : 0;
+}
+
+TEST_F(export, handle_is_the_lower_handle)
+{
+	struct fh up, low, small;
+	char l[PATH_MAX];
+	int mount_id;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "f"), 100));
+	ASSERT_EQ(0, get_fh(self->path, &up));
+	ASSERT_EQ(0, get_fh(ahfs_l(&self->fs, l, "f"), &low));
+	EXPECT_EQ(low.h.handle_type, up.h.handle_type);
+	ASSERT_EQ(low.h.handle_bytes, up.h.handle_bytes);
+	EXPECT_EQ(0, memcmp(low.h.f_handle, up.h.f_handle, up.h.handle_bytes));
+
+	/* Too small a buffer: EOVERFLOW and the size needed, as the lower. */
+	memset(&small, 0, sizeof(small));
+	small.h.handle_bytes = 0;
+	EXPECT_EQ(-1, name_to_handle_at(AT_FDCWD, self->path, &small.h,
+					&mount_id, 0));
+	EXPECT_EQ(EOVERFLOW, errno);
+	EXPECT_EQ(up.h.handle_bytes, small.h.handle_bytes);
+}
+
+TEST_F(export, file_survives_cache_drop_and_remount)
+{
+	unsigned char buf[8192];
+	struct stat a, b;
+	struct fh fh;
+	int fd, round;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "data"),
+				    sizeof(buf)));
+	ASSERT_EQ(0, get_fh(self->path, &fh));
+	ASSERT_EQ(0, stat(self->path, &a));
+	for (round = 0; round < 3; round++) {
+		if (round == 1)
+			ASSERT_EQ(0, ahfs_drop_caches());
+		if (round == 2)
+			ASSERT_EQ(0, remount(&self->fs, &self->mfd));
+		fd = open_fh(self->mfd, &fh, O_RDONLY);
+		ASSERT_LE(0, fd) TH_LOG("round %d: %s", round, strerror(-fd));
+		ASSERT_EQ(0, fstat(fd, &b));
+		EXPECT_EQ(a.st_ino, b.st_ino);
+		if (round < 2)
+			EXPECT_EQ(a.st_dev, b.st_dev);
+		ASSERT_EQ((ssize_t)sizeof(buf), read(fd, buf, sizeof(buf)));
+		EXPECT_EQ(0, ahfs_check_pattern(buf, sizeof(buf), 0));
+		close(fd);
+	}
+	/* And writable through the handle. */
+	fd = open_fh(self->mfd, &fh, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, write(fd, "end", 3));
+	close(fd);
+	ASSERT_EQ(0, stat(self->path, &b));
+	EXPECT_EQ((off_t)sizeof(buf) + 3, b.st_size);
+}
+
+TEST_F(export, directory_comes_back_connected)
+{
+	char want[PATH_MAX], got[PATH_MAX], l[PATH_MAX];
+	struct fh fh;
+	int fd, f;
+
+	ASSERT_EQ(0, ahfs_run("mkdir -p '%s/a/b/c' && echo x > '%s/a/b/c/f'",
+			      self->fs.mnt, self->fs.mnt));
+	ASSERT_EQ(0, get_fh(ahfs_m(&self->fs, want, "a/b/c"), &fh));
+	ASSERT_EQ(0, remount(&self->fs, &self->mfd));
+	ASSERT_EQ(0, ahfs_drop_caches());
+	fd = open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(-fd));
+	EXPECT_STREQ(want, fd_path(fd, got));
+	f = openat(fd, "f", O_RDONLY);
+	EXPECT_LE(0, f);
+	close(f);
+	close(fd);
+
+	/* Renamed in the lower behind the mount's back: found by its new name. */
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "a/b"),
+			    ahfs_l(&self->fs, got, "b2")));
+	ASSERT_EQ(0, ahfs_drop_caches());
+	fd = open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(-fd));
+	EXPECT_STREQ(ahfs_m(&self->fs, want, "b2/c"), fd_path(fd, got));
+	close(fd);
+}
+
+TEST_F(export, removed_file_is_stale)
+{
+	struct fh fh, dfh;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "gone"), 10));
+	ASSERT_EQ(0, get_fh(self->path, &fh));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, self->path, "dgone"), 0755));
+	ASSERT_EQ(0, get_fh(self->path, &dfh));
+	ASSERT_EQ(0, ahfs_run("rm -r '%s/gone' '%s/dgone'", self->fs.mnt,
+			      self->fs.mnt));
+	ASSERT_EQ(0, ahfs_drop_caches());
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY));
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &dfh, O_RDONLY));
+}
+
+TEST_F(export, directory_outside_the_mount_is_refused)
+{
+	char out[PATH_MAX], in[PATH_MAX];
+	struct fh fh;
+	int fd;
+
+	/* A directory of the lower filesystem beside this mount's lower. */
+	ahfs_fmt(out, sizeof(out), "%s/outside", self->fs.base);
+	ASSERT_EQ(0, mkdir(out, 0755));
+	ASSERT_EQ(0, get_fh(out, &fh));
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY));
+	ASSERT_EQ(0, ahfs_drop_caches());
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY));
+
+	/* Moved in, it is found. */
+	ASSERT_EQ(0, rename(out, ahfs_l(&self->fs, in, "inside")));
+	fd = open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(-fd));
+	EXPECT_STREQ(ahfs_m(&self->fs, in, "inside"), fd_path(fd, out));
+	close(fd);
+
+	/* And moved out again, refused again. */
+	ahfs_fmt(out, sizeof(out), "%s/outside", self->fs.base);
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, in, "inside"), out));
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY));
+}
+
+TEST_F(export, garbage_handle_is_stale)
+{
+	struct fh fh;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "f"), 10));
+	ASSERT_EQ(0, get_fh(self->path, &fh));
+	/* An inode number that does not exist, same generation. */
+	memset(fh.h.f_handle, 0xfe, 4);
+	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY));
+}
+
+/*
+ * Many processes decoding the same handles while the caches are dropped
+ * under them: the disconnected-alias path races with itself and with
+ * lookups, and every open must see the same file.
+ */
+TEST_F(export, concurrent_decodes)
+{
+	static char path[4][PATH_MAX];
+	struct fh fh[4];
+	pid_t pid[4];
+	int i, st, bad = 0;
+
+	for (i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, path[i], name),
+					    4096));
+		ASSERT_EQ(0, get_fh(path[i], &fh[i]));
+	}
+	for (i = 0; i < 4; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (!pid[i]) {
+			unsigned char buf[4096];
+			int n, fd;
+
+			for (n = 0; n < 300; n++) {
+				if (i == 0 && n % 50 == 0)
+					ahfs_write_file("/proc/sys/vm/drop_caches",
+							"2\n");
+				fd = open_fh(self->mfd, &fh[n % 4], O_RDONLY);
+				if (fd < 0)
+					_exit(1);
+				if (read(fd, buf, sizeof(buf)) != sizeof(buf) ||
+				    ahfs_check_pattern(buf, sizeof(buf), 0))
+					_exit(2);
+				close(fd);
+				if (n % 7 == 0 && access(path[n % 4], R_OK))
+					_exit(3);
+			}
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	EXPECT_EQ(0, bad);
+}
+
+TEST_HARNESS_MAIN
