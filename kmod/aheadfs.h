@@ -58,6 +58,7 @@ enum aheadfs_stat {
 	AHEADFS_STAT_copy_clone,
 	AHEADFS_STAT_copy_lower,
 	AHEADFS_STAT_copy_chunked,
+	AHEADFS_STAT_copy_txns,
 	AHEADFS_STAT_clone_reqs,
 	AHEADFS_STAT_dedupe_reqs,
 	AHEADFS_STAT_revalidate_fail,
@@ -261,6 +262,7 @@ void aheadfs_set_lower_path(struct dentry *dentry, struct path *path);
 
 /* file.c */
 extern const struct file_operations aheadfs_file_fops;
+extern const struct file_operations aheadfs_file_noremap_fops;
 extern const struct file_operations aheadfs_dir_fops;
 extern const struct address_space_operations aheadfs_aops;
 int aheadfs_file_init(void);

@@ -345,22 +345,33 @@ static int aheadfs_iterate_shared(struct file *file, struct dir_context *ctx)
 	return err;
 }
 
+#define AHEADFS_FILE_FOPS						\
+	.owner		= THIS_MODULE,					\
+	.open		= aheadfs_open,					\
+	.release	= aheadfs_release,				\
+	.flush		= aheadfs_flush,				\
+	.llseek		= aheadfs_llseek,				\
+	.read_iter	= aheadfs_read_iter,				\
+	.write_iter	= aheadfs_write_iter,				\
+	.splice_read	= aheadfs_splice_read,				\
+	.splice_write	= iter_file_splice_write,			\
+	.mmap		= aheadfs_mmap,					\
+	.fsync		= aheadfs_fsync,				\
+	.fallocate	= aheadfs_fallocate,				\
+	.fadvise	= aheadfs_fadvise,				\
+	.copy_file_range = aheadfs_copy_file_range
+
+/*
+ * Files whose lower can clone or dedupe get remap_file_range; the others
+ * have none, so FICLONE and FIDEDUPERANGE fail exactly as on the lower.
+ */
 const struct file_operations aheadfs_file_fops = {
-	.owner		= THIS_MODULE,
-	.open		= aheadfs_open,
-	.release	= aheadfs_release,
-	.flush		= aheadfs_flush,
-	.llseek		= aheadfs_llseek,
-	.read_iter	= aheadfs_read_iter,
-	.write_iter	= aheadfs_write_iter,
-	.splice_read	= aheadfs_splice_read,
-	.splice_write	= iter_file_splice_write,
-	.mmap		= aheadfs_mmap,
-	.fsync		= aheadfs_fsync,
-	.fallocate	= aheadfs_fallocate,
-	.fadvise	= aheadfs_fadvise,
-	.copy_file_range = aheadfs_copy_file_range,
+	AHEADFS_FILE_FOPS,
 	.remap_file_range = aheadfs_remap_file_range,
+};
+
+const struct file_operations aheadfs_file_noremap_fops = {
+	AHEADFS_FILE_FOPS,
 };
 
 const struct file_operations aheadfs_dir_fops = {

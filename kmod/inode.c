@@ -73,7 +73,8 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 		break;
 	case S_IFREG:
 		inode->i_op = &aheadfs_file_iops;
-		inode->i_fop = &aheadfs_file_fops;
+		inode->i_fop = lower->i_fop && lower->i_fop->remap_file_range ?
+			       &aheadfs_file_fops : &aheadfs_file_noremap_fops;
 		break;
 	case S_IFLNK:
 		inode->i_op = &aheadfs_symlink_iops;

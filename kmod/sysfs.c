@@ -102,6 +102,7 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_copy_clone] = "copy_clone",
 	[AHEADFS_STAT_copy_lower] = "copy_lower",
 	[AHEADFS_STAT_copy_chunked] = "copy_chunked",
+	[AHEADFS_STAT_copy_txns] = "copy_txns",
 	[AHEADFS_STAT_clone_reqs] = "clone_reqs",
 	[AHEADFS_STAT_dedupe_reqs] = "dedupe_reqs",
 	[AHEADFS_STAT_revalidate_fail] = "revalidate_fail",
