@@ -5,6 +5,9 @@
  * present after the first request of each stream, legacy mode shows the
  * uncached tail, concurrent streams stay ahead, random reads waste little,
  * and txn_kb is the one source of every I/O size.
+ *
+ * The time limits are generous: a TCG guest on a shared host can be ten
+ * times slower than usual; they bound a hang, they measure nothing.
  */
 #include "aheadfs_test.h"
 
@@ -117,7 +120,7 @@ static const size_t req_sizes[] = {
  * Every request size of issue 3, cold, sequential: the first request finds
  * absent bytes (the file really was cold), none after it does.
  */
-TEST_F(prefetch, ahead_sequential_all_sizes)
+TEST_F_TIMEOUT(prefetch, ahead_sequential_all_sizes, 300)
 {
 	char path[PATH_MAX];
 	unsigned int i;
@@ -155,7 +158,7 @@ TEST_F(prefetch, ahead_sequential_all_sizes)
  * prefetches one txn per request and leaves a 256 KiB uncached tail in at
  * least 90% of the requests; ahead leaves none after the first request.
  */
-TEST_F(prefetch, legacy_tails_ahead_none)
+TEST_F_TIMEOUT(prefetch, legacy_tails_ahead_none, 300)
 {
 	const size_t req = 8 * MIB + 256 * KIB;
 	char path[PATH_MAX];
@@ -224,7 +227,7 @@ static int run_readers(struct reader *r, int n)
 }
 
 /* 8 readers on 8 cold files at once: only each stream's start is absent. */
-TEST_F(prefetch, eight_readers_eight_files)
+TEST_F_TIMEOUT(prefetch, eight_readers_eight_files, 300)
 {
 	struct reader r[8];
 	char name[16], path[PATH_MAX];
@@ -256,7 +259,7 @@ TEST_F(prefetch, eight_readers_eight_files)
  * 4 readers on disjoint regions of one open file (one struct file, as nfsd
  * threads share): one stream each; nothing absent after each stream's start.
  */
-TEST_F(prefetch, four_readers_one_file)
+TEST_F_TIMEOUT(prefetch, four_readers_one_file, 300)
 {
 	const off_t region = 8 * MIB;
 	char path[PATH_MAX];
@@ -288,7 +291,7 @@ TEST_F(prefetch, four_readers_one_file)
 }
 
 /* Random 4 KiB reads over a large file: wasted prefetch <= 5% of read. */
-TEST_F(prefetch, random_reads_waste_little)
+TEST_F_TIMEOUT(prefetch, random_reads_waste_little, 300)
 {
 	const off_t size = 64 * MIB;
 	unsigned long long seed = 7;
@@ -325,7 +328,7 @@ TEST_F(prefetch, random_reads_waste_little)
  * One source of truth: txn_kb changed at runtime; read transactions and
  * prefetch chunks follow it at once.
  */
-TEST_F(prefetch, txn_kb_sizes_transactions_and_chunks)
+TEST_F_TIMEOUT(prefetch, txn_kb_sizes_transactions_and_chunks, 300)
 {
 	static const char *const txn_kb[] = { "1024", "2048", "512" };
 	char path[PATH_MAX];
@@ -376,7 +379,7 @@ TEST_F(prefetch, txn_kb_sizes_transactions_and_chunks)
 }
 
 /* kernel and off modes issue nothing of ours; switching is immediate. */
-TEST_F(prefetch, kernel_and_off_modes_issue_nothing)
+TEST_F_TIMEOUT(prefetch, kernel_and_off_modes_issue_nothing, 300)
 {
 	static const char *const modes[] = { "kernel", "off" };
 	char path[PATH_MAX], mode[32];
@@ -409,7 +412,7 @@ TEST_F(prefetch, kernel_and_off_modes_issue_nothing)
 }
 
 /* Hits and waste: a full read hits everything prefetched, wastes nothing. */
-TEST_F(prefetch, hits_and_waste_accounting)
+TEST_F_TIMEOUT(prefetch, hits_and_waste_accounting, 300)
 {
 	char path[PATH_MAX];
 	struct snap a, b;
@@ -447,7 +450,7 @@ TEST_F(prefetch, hits_and_waste_accounting)
  * transaction, whatever txn_kb), after the prefetcher has seen it, so the
  * window is ahead of them as of synchronous reads.
  */
-TEST_F(prefetch, io_uring_reads_one_piece_window_ahead)
+TEST_F_TIMEOUT(prefetch, io_uring_reads_one_piece_window_ahead, 300)
 {
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
@@ -487,7 +490,7 @@ TEST_F(prefetch, io_uring_reads_one_piece_window_ahead)
 }
 
 /* O_DIRECT bypasses the page cache: split, but neither prefetched nor metered. */
-TEST_F(prefetch, direct_reads_not_prefetched)
+TEST_F_TIMEOUT(prefetch, direct_reads_not_prefetched, 300)
 {
 	char path[PATH_MAX];
 	struct snap a, b;
@@ -523,6 +526,17 @@ static int trace_write(const char *file, const char *val)
 					file), val);
 }
 
+/* Empty the trace buffer (an open with O_TRUNC does). */
+static int trace_clear(void)
+{
+	int fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
 /* Sum of "@field=N" over the trace lines of @event; the count in *@n. */
 static long long trace_sum(const char *event, const char *field, long *n)
 {
@@ -552,7 +566,7 @@ static long long trace_sum(const char *event, const char *field, long *n)
  * with the absent bytes summed over its transactions, aheadfs_prefetch once
  * per chunk with its length.
  */
-TEST_F(prefetch, tracepoints_match_counters)
+TEST_F_TIMEOUT(prefetch, tracepoints_match_counters, 300)
 {
 	char path[PATH_MAX], filter[64];
 	long long absent, len;
@@ -570,7 +584,7 @@ TEST_F(prefetch, tracepoints_match_counters)
 		 major(self->fs.dev) << 20 | minor(self->fs.dev));
 	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_read/filter", filter));
 	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_prefetch/filter", filter));
-	ASSERT_EQ(0, trace_write("trace", ""));
+	ASSERT_EQ(0, trace_clear());
 	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_read/enable", "1"));
 	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_prefetch/enable", "1"));
 	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
@@ -585,6 +599,7 @@ TEST_F(prefetch, tracepoints_match_counters)
 	len = trace_sum("aheadfs_prefetch:", "len", &nchunk);
 	trace_write("events/aheadfs/aheadfs_read/filter", "0\n");
 	trace_write("events/aheadfs/aheadfs_prefetch/filter", "0\n");
+	trace_clear();
 	TH_LOG("%ld read events (%lld absent bytes), %ld prefetch events (%lld bytes)",
 	       nread, absent, nchunk, len);
 	EXPECT_EQ(DELTA(a, b, reqs), nread);
@@ -617,7 +632,7 @@ static long long meminfo(const char *key)
  * the reader still finds everything present after its first request, and
  * nothing prefetched is evicted before it is read.
  */
-TEST_F(prefetch, memory_pressure_window_yields)
+TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 {
 	const size_t req = 8 * MIB;
 	long long avail, hog, peak;
