@@ -1,0 +1,116 @@
+/* aheadctl.h: what the object files of aheadctl share. */
+#ifndef AHEADCTL_H
+#define AHEADCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define EXIT_USAGE 2		/* bad arguments */
+#define EXIT_FAILED 1		/* the operation failed; nothing half-applied */
+#define MAXCPUS 4096
+
+struct opts {
+	bool json;		/* -j */
+	bool dry_run;		/* -n */
+	bool yes;		/* --yes: confirm writes that reach a BMC */
+};
+extern struct opts g;
+
+/* util.c */
+void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *sysfs_root(void);
+const char *proc_root(void);
+const char *etc_root(void);
+char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *xcalloc(size_t n, size_t sz);
+char *xstrdup(const char *s);
+/* The whole file with the trailing newline stripped, or NULL (errno set). */
+char *read_file(const char *path);
+int read_int(const char *path, long long *val);
+/* Writes buf with one write(2); returns 0 or -errno. */
+int write_file(const char *path, const char *buf);
+bool parse_u64(const char *s, unsigned long long *v);
+bool parse_size(const char *s, unsigned long long *v);
+
+/* A CPU set as a plain bool array, independent of the libc cpu_set_t size. */
+struct cpus {
+	bool on[MAXCPUS];
+};
+int cpulist_parse(const char *s, struct cpus *c);	/* 0 or -1 */
+char *cpulist_format(const struct cpus *c);		/* malloc'd, "" if empty */
+int cpumask_parse(const char *s, struct cpus *c);	/* hex "ff,00000001" */
+char *cpumask_format(const struct cpus *c);		/* hex, 32-bit groups */
+int cpus_count(const struct cpus *c);
+int cpus_nth(const struct cpus *c, int n);	/* n-th set CPU, or -1 */
+bool cpus_subset(const struct cpus *a, const struct cpus *b);
+int online_cpus(struct cpus *c);
+int node_cpus(int node, struct cpus *c);
+
+/* json.c: a streaming writer to stdout; commas and nesting are tracked. */
+void jopen(char kind);			/* '{' or '[' */
+void jclose(void);
+void jkey(const char *k);
+void jstr(const char *k, const char *v);	/* k may be NULL inside arrays */
+void jint(const char *k, long long v);
+void jnum(const char *k, double v);
+void jbool(const char *k, bool v);
+void jnull(const char *k);
+void jend(void);			/* newline after the top value */
+
+/* objects */
+int cmd_fs(int argc, char **argv);
+int cmd_irq(int argc, char **argv);
+int cmd_numa(int argc, char **argv);
+int cmd_bios(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* irq.c, for doctor.c */
+struct doctor;
+void doctor_finding(struct doctor *d, const char *area, const char *what,
+		    const char *fix);
+void doctor_irq(struct doctor *d);
+void doctor_fs(struct doctor *d);
+/* numa.c: runs the matrix; returns the worst remote/local ratio or -1 */
+#define BW_RATIO_THRESHOLD 0.25
+int numa_matrix(unsigned long long size, int threads, double seconds,
+		double **mbps, int *nnodes, int **nodes);
+int irqbalance_pid(void);
+int numa_run(unsigned long long size, int threads, double seconds);
+/* The verdict of the last numa_run(), malloc'd; ratio -1 if nothing to compare. */
+char *numa_verdict(double *ratio, bool *flagged);
+int numa_nodes(void);
+
+/* bios: backends */
+struct bmc {
+	const char *url;	/* https://host or http://127.0.0.1:port */
+	const char *user;
+	char *password;
+	bool insecure;
+	const char *system;	/* Systems member id, if several */
+};
+int bmc_password(struct bmc *b, const char *file);
+struct redfish;
+struct snoop_map {
+	const char *vendor;	/* match on Manufacturer, case-insensitive prefix */
+	const char *attr;
+	const char *val[4];	/* home, early, cod, osb; NULL = not offered */
+};
+extern const struct snoop_map snoop_maps[];
+extern const char *const snoop_modes[4];
+int snoop_mode_index(const char *mode);
+const struct snoop_map *snoop_map_for(const char *manufacturer);
+int redfish_show(struct bmc *b);
+int redfish_set(struct bmc *b, int mode, bool reboot);
+int redfish_reset(struct bmc *b);
+int ipmi_show(struct bmc *b);
+int ipmi_power_cycle(struct bmc *b);
+int vendor_show(const char *tool);
+int vendor_set(const char *tool, int mode, bool reboot, struct bmc *b);
+bool vendor_known(const char *tool);
+/* Runs argv; output captured into *out (malloc'd) if out != NULL. */
+int run_cmd(char *const argv[], char *const envp_add[], char **out);
+
+#endif

@@ -1,0 +1,404 @@
+/* util.c: messages, the overridable sysfs/proc roots, files, CPU lists. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "aheadctl.h"
+
+void err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("aheadctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("aheadctl: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Progress for humans: stderr under -j so stdout stays one JSON value. */
+void info(const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f = g.json ? stderr : stdout;
+
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	va_end(ap);
+}
+
+static const char *root_env(const char *env, const char *dflt)
+{
+	const char *r = getenv(env);
+
+	return r && *r ? r : dflt;
+}
+
+const char *sysfs_root(void) { return root_env("AHEADCTL_SYSFS_ROOT", "/sys"); }
+const char *proc_root(void) { return root_env("AHEADCTL_PROC_ROOT", "/proc"); }
+const char *etc_root(void) { return root_env("AHEADCTL_ETC_ROOT", "/etc"); }
+
+char *xsprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0) {
+		err("out of memory");
+		exit(EXIT_FAILED);
+	}
+	va_end(ap);
+	return s;
+}
+
+void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+
+	if (!p) {
+		err("out of memory");
+		exit(EXIT_FAILED);
+	}
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p) {
+		err("out of memory");
+		exit(EXIT_FAILED);
+	}
+	return p;
+}
+
+char *read_file(const char *path)
+{
+	size_t len = 0, cap = 4096;
+	char *buf;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	buf = xcalloc(1, cap + 1);
+	while ((n = read(fd, buf + len, cap - len)) > 0) {
+		len += n;
+		if (len == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+			if (!buf) {
+				err("out of memory");
+				exit(EXIT_FAILED);
+			}
+		}
+	}
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	close(fd);
+	buf[len] = 0;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = 0;
+	return buf;
+}
+
+int read_int(const char *path, long long *val)
+{
+	char *s = read_file(path), *end;
+
+	if (!s)
+		return -1;
+	errno = 0;
+	*val = strtoll(s, &end, 0);
+	if (errno || end == s || *end) {
+		free(s);
+		errno = EINVAL;
+		return -1;
+	}
+	free(s);
+	return 0;
+}
+
+int write_file(const char *path, const char *buf)
+{
+	ssize_t n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, buf, strlen(buf));
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	if (close(fd) < 0)
+		return -errno;
+	return (size_t)n == strlen(buf) ? 0 : -EIO;
+}
+
+bool parse_u64(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+/* 64M, 1G, 4096, 512K: binary units. */
+bool parse_size(const char *s, unsigned long long *v)
+{
+	char *end;
+	unsigned long long m = 1;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	switch (toupper((unsigned char)*end)) {
+	case 0: break;
+	case 'K': m = 1ULL << 10; end++; break;
+	case 'M': m = 1ULL << 20; end++; break;
+	case 'G': m = 1ULL << 30; end++; break;
+	default: return false;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || *v > (~0ULL) / m)
+		return false;
+	*v *= m;
+	return true;
+}
+
+int cpulist_parse(const char *s, struct cpus *c)
+{
+	memset(c, 0, sizeof(*c));
+	while (s && *s) {
+		char *end;
+		long a, b;
+
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		a = strtol(s, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				return -1;
+			b = strtol(end + 1, &end, 10);
+		}
+		if (a > b || b >= MAXCPUS)
+			return -1;
+		for (long i = a; i <= b; i++)
+			c->on[i] = true;
+		if (*end == ',')
+			end++;
+		else if (*end && *end != '\n')
+			return -1;
+		else if (*end == '\n')
+			end++;
+		s = end;
+	}
+	return 0;
+}
+
+char *cpulist_format(const struct cpus *c)
+{
+	char *out = xcalloc(1, MAXCPUS * 6);
+	size_t n = 0;
+
+	for (int i = 0; i < MAXCPUS; i++) {
+		int j = i;
+
+		if (!c->on[i])
+			continue;
+		while (j + 1 < MAXCPUS && c->on[j + 1])
+			j++;
+		n += sprintf(out + n, n ? ",%d" : "%d", i);
+		if (j > i)
+			n += sprintf(out + n, "-%d", j);
+		i = j;
+	}
+	return out;
+}
+
+int cpumask_parse(const char *s, struct cpus *c)
+{
+	int len, bit = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (!s || !*s)
+		return -1;
+	len = strlen(s);
+	for (int i = len - 1; i >= 0; i--) {
+		int v;
+
+		if (s[i] == ',')
+			continue;
+		if (!isxdigit((unsigned char)s[i]))
+			return -1;
+		v = isdigit((unsigned char)s[i]) ? s[i] - '0' :
+			tolower((unsigned char)s[i]) - 'a' + 10;
+		for (int k = 0; k < 4; k++, bit++)
+			if (v & (1 << k)) {
+				if (bit >= MAXCPUS)
+					return -1;
+				c->on[bit] = true;
+			}
+	}
+	return 0;
+}
+
+char *cpumask_format(const struct cpus *c)
+{
+	int top = 0, words;
+	char *out, *p;
+
+	for (int i = 0; i < MAXCPUS; i++)
+		if (c->on[i])
+			top = i;
+	words = top / 32 + 1;
+	out = p = xcalloc(1, words * 9 + 1);
+	for (int w = words - 1; w >= 0; w--) {
+		unsigned int v = 0;
+
+		for (int b = 0; b < 32; b++)
+			if (c->on[w * 32 + b])
+				v |= 1U << b;
+		p += sprintf(p, w == words - 1 ? "%x" : ",%08x", v);
+	}
+	return out;
+}
+
+int cpus_count(const struct cpus *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAXCPUS; i++)
+		n += c->on[i];
+	return n;
+}
+
+int cpus_nth(const struct cpus *c, int n)
+{
+	for (int i = 0; i < MAXCPUS; i++)
+		if (c->on[i] && n-- == 0)
+			return i;
+	return -1;
+}
+
+bool cpus_subset(const struct cpus *a, const struct cpus *b)
+{
+	for (int i = 0; i < MAXCPUS; i++)
+		if (a->on[i] && !b->on[i])
+			return false;
+	return true;
+}
+
+static int cpus_from_file(const char *path, struct cpus *c)
+{
+	char *s = read_file(path);
+	int r;
+
+	if (!s)
+		return -1;
+	r = cpulist_parse(s, c);
+	free(s);
+	return r;
+}
+
+int online_cpus(struct cpus *c)
+{
+	char *p = xsprintf("%s/devices/system/cpu/online", sysfs_root());
+	int r = cpus_from_file(p, c);
+
+	free(p);
+	return r;
+}
+
+int node_cpus(int node, struct cpus *c)
+{
+	char *p = xsprintf("%s/devices/system/node/node%d/cpulist",
+			   sysfs_root(), node);
+	int r = cpus_from_file(p, c);
+
+	free(p);
+	return r;
+}
+
+/*
+ * Runs a helper tool with extra environment (secrets travel there, never in
+ * argv); stdout captured when out is given, stderr passed through.
+ */
+int run_cmd(char *const argv[], char *const envp_add[], char **out)
+{
+	int pfd[2] = { -1, -1 }, status;
+	pid_t pid;
+
+	if (out && pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		for (int i = 0; envp_add && envp_add[i]; i++)
+			putenv(envp_add[i]);
+		if (out)
+			dup2(pfd[1], 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "aheadctl: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	if (out) {
+		size_t len = 0, cap = 4096;
+		ssize_t n;
+
+		close(pfd[1]);
+		*out = xcalloc(1, cap + 1);
+		while ((n = read(pfd[0], *out + len, cap - len)) > 0) {
+			len += n;
+			if (len == cap) {
+				cap *= 2;
+				*out = realloc(*out, cap + 1);
+				if (!*out)
+					exit(EXIT_FAILED);
+			}
+		}
+		(*out)[len] = 0;
+		close(pfd[0]);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
