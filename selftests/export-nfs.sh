@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# NFS export of aheadfs (runs in a guest with aheadfs loaded, as root): the
+# kernel NFS server exports an aheadfs mount (fsid=), an NFS 4.2 client
+# mounts it over loopback; cp inside the export is a server-side COPY
+# (the client's COPY count and aheadfs's copy stats rise) with identical
+# data; FICLONE from the client reaches the lower (xfs) or fails as there
+# (ext4); the client's file handles survive a cache drop and a remount of
+# aheadfs on the server.  KTAP on stdout.
+#
+#   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> AHEADFS_FSTYPE=ext4|xfs \
+#       selftests/export-nfs.sh
+set -u
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1))
+	echo "not ok $n $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+	return 0
+}
+check() { # check NAME WANT GOT
+	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
+got:  $3"; fi
+}
+bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+
+echo "TAP version 13"
+[ "$(id -u)" = 0 ] || bail "needs root"
+[ -n "${AHEADFS_SCRATCH:-}" ] && [ -d "$AHEADFS_SCRATCH" ] || bail "AHEADFS_SCRATCH is not a directory"
+[ -e /sys/module/aheadfs ] || bail "aheadfs is not loaded"
+fstype=${AHEADFS_FSTYPE:-unknown}
+for c in rpcbind rpc.nfsd rpc.mountd exportfs mount.nfs xfs_io; do
+	command -v $c >/dev/null || bail "$c missing (nfs-kernel-server, nfs-common, rpcbind, xfsprogs)"
+done
+
+work=$AHEADFS_SCRATCH/nfs
+lower=$work/lower mnt=$work/export cli=$work/client
+mkdir -p "$lower" "$mnt" "$cli"
+fsid=0
+pids= leases=
+cleanup() {
+	exec 4<&- 2>/dev/null
+	umount -f "$cli" 2>/dev/null
+	exportfs -u "127.0.0.1:$mnt" 2>/dev/null
+	[ -z "$pids" ] || rpc.nfsd 0 2>/dev/null
+	for p in $pids; do kill "$p"; done
+	[ -z "$leases" ] || echo "$leases" >/proc/sys/fs/leases-enable
+	umount "$mnt" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The server's stat counter NAME of the aheadfs mount at $mnt.
+stat_of() {
+	local id
+	id=$(stat -c '%Hd:%Ld' "$mnt") || return
+	awk -v k="$1" '$1 == k { print $2 }' "/sys/fs/aheadfs/$id/stats"
+}
+# The client's count of NFS operation OP on the mount at $cli.
+nfs_ops() {
+	awk -v m=" $cli " -v op="$1:" '
+		/^device / { mine = index($0, m) > 0 }
+		mine && $1 == op { print $2; exit }' /proc/self/mountstats
+}
+
+mount -t aheadfs "$lower" "$mnt" || bail "mount -t aheadfs $lower $mnt"
+
+# fsid=0 makes the export the NFSv4 root: the pseudo-root nfsd would
+# otherwise build over the export's ancestors starts at the guest's 9p root,
+# which cannot be exported.
+# The guest sees the host's root read-only; virtme-ng lays writable
+# overlays on /etc, /var and /tmp, which is all the daemons write to.
+ip link set lo up
+for m in nfsd; do modprobe $m || bail "modprobe $m"; done
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || bail "mount nfsd"
+mkdir -p /var/lib/nfs/v4recovery /run/rpcbind
+: >/etc/exports
+# No delegations: a client holding one keeps the file open in nfsd, and
+# the remount below could not unmount aheadfs (6.1's unlock_filesystem
+# does not revoke them).
+leases=$(cat /proc/sys/fs/leases-enable)
+echo 0 >/proc/sys/fs/leases-enable
+# Each daemon forks once it is listening; the test stops what it started.
+if ! pgrep -x rpcbind >/dev/null; then
+	rpcbind -w || bail "rpcbind"
+	pids="$pids $(pgrep -n -x rpcbind)"
+fi
+pgrep -x nfsd >/dev/null && bail "nfsd is already running: this test starts its own"
+# Short lease and grace, ended at once: there is nothing to reclaim.
+echo 10 >/proc/fs/nfsd/nfsv4leasetime
+echo 10 >/proc/fs/nfsd/nfsv4gracetime
+rpc.mountd --no-udp >/dev/null 2>&1 || bail "rpc.mountd"
+pids="$pids $(pgrep -n -x rpc.mountd)"
+rpc.nfsd --no-udp -V 4.2 4 || bail "rpc.nfsd"
+echo Y >/proc/fs/nfsd/v4_end_grace
+exportfs -o "rw,sync,no_root_squash,no_subtree_check,fsid=$fsid" "127.0.0.1:$mnt" ||
+	bail "exportfs 127.0.0.1:$mnt"
+ok "exportfs of an aheadfs mount with fsid="
+if mount -t nfs -o vers=4.2,proto=tcp,port=2049,actimeo=0 127.0.0.1:/ "$cli" 2>"$work.err"; then
+	ok "NFS 4.2 client mounts the export over loopback"
+else
+	nok "NFS 4.2 client mounts the export over loopback" "$(cat "$work.err"; dmesg | tail -5)"
+	bail "no NFS mount"
+fi
+
+# --- server-side copy ----------------------------------------------------
+head -c $((8 << 20)) /dev/urandom >"$cli/src"
+printf 'tail' >>"$cli/src"
+size=$(((8 << 20) + 4))
+
+# copy_file_range on the client: always a COPY, served by aheadfs through
+# the lower's clone (xfs) or its own copy in transactions (ext4).
+copies=$(nfs_ops COPY) reqs=$(stat_of copy_reqs) bytes=$(stat_of copy_bytes)
+clone=$(stat_of copy_clone) chunked=$(stat_of copy_chunked)
+out=$(xfs_io -f -c "copy_range $cli/src" "$cli/dst" 2>&1)
+check "copy_file_range inside the export" "" "$out"
+if [ "$(nfs_ops COPY)" -gt "$copies" ]; then
+	ok "copy_file_range was a server-side COPY (client mountstats)"
+else
+	nok "copy_file_range was a server-side COPY (client mountstats)" "COPY $copies -> $(nfs_ops COPY)"
+fi
+# nfsd copies in pieces (6.1: at most 4 MiB per synchronous COPY, and the
+# client loops), each one copy_file_range through aheadfs.
+dreqs=$(($(stat_of copy_reqs) - reqs))
+check "the COPY ran through aheadfs (copy_bytes)" "$size" $(($(stat_of copy_bytes) - bytes))
+check "the COPY ran through aheadfs (copy_reqs)" 1 $((dreqs > 0))
+if [ "$fstype" = xfs ]; then
+	check "on xfs the lower cloned each (copy_clone)" "$dreqs" $(($(stat_of copy_clone) - clone))
+else
+	check "on $fstype aheadfs copied each in transactions (copy_chunked)" "$dreqs" \
+		$(($(stat_of copy_chunked) - chunked))
+fi
+check "copied data is identical, on the client" 0 "$(cmp "$cli/src" "$cli/dst" >/dev/null; echo $?)"
+check "copied data is identical, in the lower" 0 "$(cmp "$lower/src" "$lower/dst" >/dev/null; echo $?)"
+
+# GNU cp tries FICLONE first (a CLONE), then copy_file_range (a COPY).
+copies=$(nfs_ops COPY) clones=$(nfs_ops CLONE) creqs=$(stat_of clone_reqs)
+reqs=$(stat_of copy_reqs)
+if cp "$cli/src" "$cli/cp" 2>"$work.err"; then
+	ok "cp inside the export"
+else
+	nok "cp inside the export" "$(cat "$work.err")"
+fi
+check "cp data is identical" 0 "$(cmp "$cli/src" "$cli/cp" >/dev/null; echo $?)"
+if [ "$fstype" = xfs ]; then
+	check "on xfs cp was a server-side CLONE, into the lower (mountstats, clone_reqs)" \
+		"1 1" "$(($(nfs_ops CLONE) - clones)) $(($(stat_of clone_reqs) - creqs))"
+else
+	check "on $fstype cp was a server-side COPY, through aheadfs (mountstats, copy_reqs)" \
+		"1 1" "$(($(nfs_ops COPY) > copies)) $(($(stat_of copy_reqs) > reqs))"
+	out=$(xfs_io -f -c "reflink $cli/src" "$cli/clone" 2>&1)
+	if grep -q 'Operation not supported' <<<"$out"; then
+		ok "FICLONE over NFS fails with EOPNOTSUPP, as on $fstype"
+	else
+		nok "FICLONE over NFS fails with EOPNOTSUPP, as on $fstype" "$out"
+	fi
+fi
+
+# --- file handles --------------------------------------------------------
+mkdir -p "$cli/d1/d2" && printf 'hello\n' >"$cli/d1/d2/f"
+# The client keeps the directory's handle as long as this descriptor lives;
+# every use of it below sends that handle to the server.
+exec 4<"$cli/d1/d2"
+echo 2 >/proc/sys/vm/drop_caches
+check "directory handle works after a cache drop" "f" "$(ls /proc/self/fd/4/)"
+check "file by name in it after a cache drop" "hello" "$(cat /proc/self/fd/4/f)"
+
+exportfs -u "127.0.0.1:$mnt"
+echo "$mnt" >/proc/fs/nfsd/unlock_filesystem
+if umount "$mnt" 2>"$work.err"; then
+	ok "aheadfs unmounted under the export"
+else
+	nok "aheadfs unmounted under the export" "$(cat "$work.err"; grep " $mnt " /proc/mounts)"
+fi
+mount -t aheadfs "$lower" "$mnt" || bail "mount -t aheadfs again"
+exportfs -f
+exportfs -o "rw,sync,no_root_squash,no_subtree_check,fsid=$fsid" "127.0.0.1:$mnt" ||
+	bail "exportfs again"
+echo 2 >/proc/sys/vm/drop_caches
+check "directory handle works after a remount" "f" "$(ls /proc/self/fd/4/ 2>&1)"
+check "file by name in it after a remount" "hello" "$(cat /proc/self/fd/4/f 2>&1)"
+printf 'more\n' >>/proc/self/fd/4/f
+check "written through the old handle after a remount" "hello
+more" "$(cat "$lower/d1/d2/f")"
+exec 4<&-
+
+check "the copy is still identical after the remount" 0 "$(cmp "$cli/src" "$cli/dst" >/dev/null; echo $?)"
+
+echo "1..$n"
