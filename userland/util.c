@@ -103,6 +103,12 @@ char *read_file(const char *path)
 	buf = xcalloc(1, cap + 1);
 	while ((n = read(fd, buf + len, cap - len)) > 0) {
 		len += n;
+		if (len == cap && cap >= (1 << 20)) {	/* no attribute is this big */
+			close(fd);
+			free(buf);
+			errno = EFBIG;
+			return NULL;
+		}
 		if (len == cap) {
 			cap *= 2;
 			buf = realloc(buf, cap + 1);
@@ -147,7 +153,7 @@ int read_int(const char *path, long long *val)
 int write_file(const char *path, const char *buf)
 {
 	ssize_t n;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
