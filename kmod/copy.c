@@ -43,7 +43,11 @@ static void copy_done(struct file *file_in, loff_t pos_in,
 /*
  * Skip a hole of the source when the destination there is past its end, so
  * the copy stays sparse; a hole under existing destination data is copied
- * as the zeroes it reads as.  Returns the next source offset with data.
+ * as the zeroes it reads as.  Returns the next source offset with data.  A
+ * copy that ends in a hole stops short of skipping its last byte, whose
+ * write then sets the destination's size as any write would: a truncate
+ * would ask for permissions the caller's open file does not imply, and
+ * could fail after data was copied.
  */
 static loff_t next_data(struct file *lin, loff_t pos, loff_t end,
 			struct file *lout, loff_t pos_out)
@@ -53,9 +57,12 @@ static loff_t next_data(struct file *lin, loff_t pos, loff_t end,
 	if (pos_out < i_size_read(file_inode(lout)))
 		return pos;
 	data = vfs_llseek(lin, pos, SEEK_DATA);
-	if (data < 0)		/* ENXIO: nothing but hole up to EOF */
-		return data == -ENXIO ? end : pos;
-	return min(data, end);
+	if (data < 0 && data != -ENXIO)
+		return pos;
+	/* ENXIO: nothing but hole up to EOF. */
+	if (data < 0 || data >= end)
+		return max(pos, end - 1);
+	return data;
 }
 
 /* Where the data run starting at @pos ends (EOF counts as a hole). */
@@ -67,10 +74,63 @@ static loff_t next_hole(struct file *lin, loff_t pos, loff_t end)
 }
 
 /*
+ * The bounce buffer: a transaction's size if memory allows (one read and
+ * one write per transaction), else less, down to a page; the transaction
+ * stays the unit the prefetcher is told about and signals are checked at.
+ */
+static void *copy_buf(size_t want, size_t *size)
+{
+	void *buf;
+
+	for (;;) {
+		buf = kvmalloc(want, want > PAGE_SIZE ?
+			       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
+			       GFP_KERNEL);
+		if (buf || want <= PAGE_SIZE)
+			break;
+		want = max_t(size_t, want / 2, PAGE_SIZE);
+	}
+	*size = want;
+	return buf;
+}
+
+/*
+ * One transaction: [*in, *in + n) of the source to *out, in buffer-sized
+ * pieces.  Advances both positions by what was written; returns the bytes
+ * written, or an error if none were.
+ */
+static ssize_t copy_txn(struct file *lin, loff_t *in, struct file *lout,
+			loff_t *out, size_t n, void *buf, size_t bufsz)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t piece = min(n - done, bufsz);
+		ssize_t r, w;
+
+		r = kernel_read(lin, buf, piece, in);
+		if (r <= 0)
+			return done ? done : r;
+		w = kernel_write(lout, buf, r, out);
+		if (w < r) {
+			/* ENOSPC and the like: count only what was written. */
+			*in -= r - max_t(ssize_t, w, 0);
+			if (w > 0)
+				done += w;
+			return done ? done : (w < 0 ? w : -EIO);
+		}
+		done += w;
+		if (r < piece)	/* the source shrank under us */
+			break;
+	}
+	return done;
+}
+
+/*
  * The in-kernel copy: one transaction of aheadfs_txn_size() at a time,
- * each read of the source announced to the prefetcher first, destination
- * written in order.  Stops between transactions on a fatal signal and
- * returns what was copied; an error is returned only if nothing was.
+ * each announced to the prefetcher first, destination written in order.
+ * Stops between transactions on a fatal signal and returns what was
+ * copied; an error is returned only if nothing was.
  */
 static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			    struct file *file_out, loff_t pos_out, size_t len)
@@ -82,53 +142,33 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 	loff_t end = pos_in + len, start = pos_in;
 	loff_t in = pos_in, out = pos_out;
 	ssize_t ret = 0;
+	size_t bufsz;
 	void *buf;
 
-	buf = kvmalloc(min_t(size_t, txn, len), GFP_KERNEL);
+	buf = copy_buf(min_t(size_t, txn, len), &bufsz);
 	if (!buf)
 		return -ENOMEM;
 
 	while (in < end) {
 		loff_t data = next_data(lin, in, end, lout, out);
 		size_t n;
-		ssize_t r, w;
+		ssize_t w;
 
-		if (data < 0) {
-			ret = data;
-			break;
-		}
 		out += data - in;
 		in = data;
-		if (in >= end)
-			break;
 		n = min_t(u64, txn, next_hole(lin, in, end) - in);
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_txns);
 		aheadfs_prefetch_request(file_in, in, n);
-		r = kernel_read(lin, buf, n, &in);
-		if (r <= 0) {
-			ret = r;
+		w = copy_txn(lin, &in, lout, &out, n, buf, bufsz);
+		if (w <= 0) {
+			ret = w;
 			break;
 		}
-		w = kernel_write(lout, buf, r, &out);
-		if (w < r) {
-			/* ENOSPC and the like: count only what was written. */
-			in -= r - max_t(ssize_t, w, 0);
-			if (w < 0)
-				ret = w;
-			break;
-		}
-		if ((size_t)r < n || fatal_signal_pending(current))
+		if ((size_t)w < n || fatal_signal_pending(current))
 			break;
 	}
 	kvfree(buf);
 
-	/* A copy that ended in a skipped hole still sets the size. */
-	if (in == end && out > i_size_read(file_inode(lout)) && in > start) {
-		int err = vfs_truncate(&lout->f_path, out);
-
-		if (err)
-			return err;
-	}
 	if (in > start)
 		return in - start;
 	return ret ? ret : (fatal_signal_pending(current) ? -EINTR : 0);

@@ -236,6 +236,27 @@ TEST_F(copy, holes_preserved)
 	}
 }
 
+/* A source that ends in a hole: the copy has its size, not its blocks. */
+TEST_F(copy, ends_in_hole)
+{
+	struct stat st;
+	int in, out;
+
+	in = open(self->src, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, in);
+	ASSERT_EQ(4, pwrite(in, "head", 4, 0));
+	ASSERT_EQ(0, ftruncate(in, 16 << 20));
+	out = open(self->dst, O_WRONLY | O_CREAT, 0644);
+	ASSERT_EQ(16 << 20, cfr(in, NULL, out, NULL, SSIZE_MAX));
+	EXPECT_EQ(16 << 20, lseek(out, 0, SEEK_CUR));
+	close(in);
+	close(out);
+	EXPECT_EQ(0, ahfs_run("cmp -s '%s' '%s'", self->src, self->dst));
+	ASSERT_EQ(0, stat(self->dst, &st));
+	EXPECT_EQ(16 << 20, st.st_size);
+	EXPECT_GT(1 << 20, st.st_blocks * 512);
+}
+
 TEST_F(copy, beyond_4g)
 {
 	loff_t pin = 5LL << 30, pout = 6LL << 30;
