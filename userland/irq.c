@@ -20,6 +20,7 @@ struct irq {
 	bool managed;
 	bool banned;		/* excluded from irqbalance */
 	bool off_node;
+	bool pending;		/* effective affinity outside the affinity */
 };
 
 struct nic {
@@ -34,6 +35,7 @@ struct nic {
 	struct irq *irqs;
 	int ntx, nrx;
 	int irqbalance;		/* pid or 0 */
+	bool block;		/* a block device, not a netdev */
 	char *policyscript;	/* irqbalance's --policyscript, if any */
 };
 
@@ -274,8 +276,9 @@ static void read_irq_state(struct nic *nic, struct irq *q, const struct names *n
 		const struct cpus *c = q->eff && cpus_count(&q->effc) ?
 			&q->effc : &q->affc;
 
-		q->off_node = !q->managed && nic->use_node >= -1 &&
-			!cpus_subset(c, &nic->local);
+		q->off_node = !q->managed && !cpus_subset(c, &nic->local);
+		q->pending = !q->managed && q->eff && q->aff &&
+			cpus_count(&q->effc) && !cpus_subset(&q->effc, &q->affc);
 	}
 	free(p);
 	free(e);
@@ -317,10 +320,24 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 
 	memset(nic, 0, sizeof(*nic));
 	nic->dev = dev;
+	if (!strchr(dev, '/') && *dev && stat(net, &st)) {
+		/* A block device (virtio-blk, nvme) is looked at the same way. */
+		char *blk = xsprintf("%s/class/block/%s", sysfs_root(), dev);
+
+		if (!stat(blk, &st)) {
+			free(net);
+			free(link);
+			net = blk;
+			link = xsprintf("%s/device", net);
+			nic->block = true;
+		} else {
+			free(blk);
+		}
+	}
 	if (strchr(dev, '/') || !*dev || stat(net, &st)) {
 		if (!quiet)
-			err("no network device '%s' (nothing in %s/class/net)", dev,
-			    sysfs_root());
+			err("no network or block device '%s' (nothing in %s/class/net or class/block)",
+			    dev, sysfs_root());
 		return EXIT_FAILED;
 	}
 	if (!realpath(link, real)) {
@@ -428,8 +445,8 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 		free(nm.name[i]);
 	free(nm.name);
 
-	nic->ntx = count_queues(dev, "tx-");
-	nic->nrx = count_queues(dev, "rx-");
+	nic->ntx = nic->block ? 0 : count_queues(dev, "tx-");
+	nic->nrx = nic->block ? 0 : count_queues(dev, "rx-");
 	nic->irqbalance = irqbalance_pid();
 	if (nic->irqbalance) {
 		irqbalance_args(nic);
@@ -525,6 +542,7 @@ static int irq_show(struct nic *nic)
 			jstr("effective", q->eff);
 			jbool("managed", q->managed);
 			jbool("off_node", q->off_node);
+			jbool("pending", q->pending);
 			jbool("irqbalance", nic->irqbalance && !q->banned && !q->managed);
 			jclose();
 		}
@@ -576,6 +594,8 @@ static int irq_show(struct nic *nic)
 			strcat(state, "managed,");
 		if (q->off_node)
 			strcat(state, "off-node,");
+		if (q->pending)
+			strcat(state, "pending,");
 		if (nic->irqbalance && !q->banned && !q->managed)
 			strcat(state, "irqbalance,");
 		if (!q->aff)
@@ -612,6 +632,7 @@ struct plan {
 	char *path;
 	char *old;
 	bool skipped;		/* managed: left alone */
+	bool pending;		/* effective affinity not moved yet */
 	bool written;
 };
 
@@ -814,12 +835,14 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 			free(q->eff);
 			q->eff = read_file(e);
 			free(e);
-			if (q->eff && (cpulist_parse(q->eff, &eff) || !cpus_subset(&eff, &want))) {
-				err("IRQ %d: affinity set to %s but the effective affinity is %s",
-				    q->n, val, q->eff);
-				rc = EXIT_FAILED;
-				break;
-			}
+			/*
+			 * x86 moves an MSI whose vector cannot change in
+			 * process context at its next interrupt: until then
+			 * the effective affinity is the old one.  Pending, not
+			 * failed; irq show says which.
+			 */
+			if (q->eff && (cpulist_parse(q->eff, &eff) || !cpus_subset(&eff, &want)))
+				p->pending = true;
 		} else {
 			struct cpus want;
 			char *mask;
@@ -879,6 +902,7 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 			} else {
 				jint("cpu", p->cpu);
 				jstr("effective", g.dry_run ? NULL : nic->irqs[p->irq].eff);
+				jbool("pending", p->pending);
 			}
 			jstr("old", p->old);
 			jclose();
@@ -912,10 +936,20 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 				printf("would set IRQ %d (%s): %s -> %d\n", nic->irqs[p->irq].n,
 				       nic->irqs[p->irq].name, p->old, p->cpu);
 			else
-				printf("IRQ %d (%s): %s -> %d, effective %s\n",
+				printf("IRQ %d (%s): %s -> %d, effective %s%s\n",
 				       nic->irqs[p->irq].n, nic->irqs[p->irq].name, p->old,
-				       p->cpu, nic->irqs[p->irq].eff ? nic->irqs[p->irq].eff : "n/a");
+				       p->cpu, nic->irqs[p->irq].eff ? nic->irqs[p->irq].eff : "n/a",
+				       p->pending ? " (pending: moves at its next interrupt)" : "");
 		}
+	}
+	{
+		int npend = 0;
+
+		for (int i = 0; i < nplan; i++)
+			npend += plan[i].pending;
+		if (npend)
+			fprintf(stderr, "aheadctl: %d IRQs of %s are pending: the kernel moves each at its next interrupt ('aheadctl irq show dev %s' shows them)\n",
+				npend, nic->dev, nic->dev);
 	}
 	if (nic->irqbalance && unbanned(nic))
 		print_ban_hint(nic, stderr);

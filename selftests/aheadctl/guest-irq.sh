@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# guest-irq.sh: aheadctl irq and numa bw in a two-node guest; TAP on stdout.
+#
+# The guest it needs (QEMU options, see Documentation/aheadctl.rst):
+#   4 CPUs, 2G, NUMA node 0 = CPUs 0-1, node 1 = CPUs 2-3;
+#   a multiqueue virtio-net behind a pxb-pcie bridge on node 1 (tap, 4 queues);
+#   a virtio-net on the root bus (numa_node -1);
+#   a virtio-blk with 2 queues (managed IRQs).
+# Exit status 1 if any test failed.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+A=${AHEADCTL:-$top/userland/aheadctl}
+n=0 failed=0
+echo "TAP version 13"
+pass() { n=$((n + 1)); echo "ok $n $1"; }
+fail() { n=$((n + 1)); failed=1; echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
+t() { local name=$1; shift; if eval "$@"; then pass "$name"; else fail "$name" "rc=$rc" "$(tr '\n' '|' <<<"$out" | head -c 2000)" "$(tr '\n' '|' <<<"$err" | head -c 600)"; fi; }
+run() { out=$("$A" "$@" 2>/tmp/aheadctl.err); rc=$?; err=$(cat /tmp/aheadctl.err); }
+has() { grep -qF -- "$1" <<<"$out"; }
+haserr() { grep -qF -- "$1" <<<"$err"; }
+# cpulist_in LIST ALLOWED: every CPU of LIST is in ALLOWED (both cpulists)
+expand() { local IFS=,; for r in $1; do case $r in *-*) seq "${r%-*}" "${r#*-}" ;; *) echo "$r" ;; esac; done; }
+cpulist_in() { local c; for c in $(expand "$1"); do expand "$2" | grep -qx "$c" || return 1; done; }
+pci_of() { local d; d=$(readlink -f "/sys/class/$1/$2/device"); while [ "$d" != / ] && [ "$(basename "$(readlink -f "$d/subsystem")")" != pci ]; do d=$(dirname "$d"); done; echo "$d"; }
+
+echo "# kernel $(uname -r)"
+modprobe -q virtio_net 2>/dev/null; modprobe -q virtio_blk 2>/dev/null
+# Devices show up asynchronously after modprobe: wait for them, bounded.
+for _ in $(seq 100); do
+	[ "$(ls /sys/class/net | grep -vc '^lo$')" -ge 2 ] && [ -e /sys/class/block/vda ] && break
+	sleep 0.1
+done
+
+node1=$(cat /sys/devices/system/node/node1/cpulist 2>/dev/null)
+rc=0 out="" err=""
+t "two NUMA nodes, node 1 has CPUs" '[ -n "$node1" ]'
+nic1="" nic0=""
+for d in /sys/class/net/*; do
+	dev=$(basename "$d"); [ -e "$d/device" ] || continue
+	p=$(pci_of net "$dev"); node=$(cat "$p/numa_node" 2>/dev/null)
+	[ "$node" = 1 ] && nic1=$dev
+	[ "$node" = -1 ] && nic0=$dev
+done
+echo "# node-1 NIC: ${nic1:-none}, root-bus NIC: ${nic0:-none}"
+t "a NIC behind the pxb-pcie bridge reports numa_node 1" '[ -n "$nic1" ]'
+
+if [ -n "$nic1" ]; then
+	p1=$(pci_of net "$nic1")
+	irqs=$(ls "$p1/msi_irqs")
+	run irq show dev "$nic1"
+	t "irq show: node 1, its local CPUs, every msi_irq listed" '[ $rc = 0 ] && has "numa_node 1" && has "local CPUs $node1" && for i in $irqs; do grep -q "^ *$i " <<<"$out" || exit 1; done'
+	echo "# $nic1: $(wc -w <<<"$irqs") IRQs, $(ls -d /sys/class/net/$nic1/queues/tx-* | wc -l) tx queues"
+	# Start from IRQs on node 0 so the move is visible.
+	for i in $irqs; do echo 0 >/proc/irq/$i/smp_affinity_list 2>/dev/null; done
+	run irq show dev "$nic1"
+	t "irq show: IRQs placed on node 0 are reported off-node" '[ $rc = 0 ] && has off-node'
+	run irq set dev "$nic1" policy local xps
+	t "irq set policy local xps: succeeds" '[ $rc = 0 ]'
+	bad=""
+	for i in $irqs; do
+		e=$(cat /proc/irq/$i/effective_affinity_list 2>/dev/null || cat /proc/irq/$i/smp_affinity_list)
+		cpulist_in "$e" "$node1" || bad="$bad $i:$e"
+	done
+	out="$bad"
+	t "every queue IRQ's effective affinity is on node 1's CPUs" '[ -z "$bad" ]'
+	bad=""
+	for q in /sys/class/net/$nic1/queues/tx-*; do
+		m=$(cat "$q/xps_cpus"); v=$((16#${m//,/}))
+		[ "$v" != 0 ] && [ $((v & 3)) = 0 ] || bad="$bad $(basename "$q"):$m"
+	done
+	out="$bad"
+	t "XPS of every tx queue is on node 1" '[ -z "$bad" ]'
+	run irq show dev "$nic1"
+	t "irq show after set: nothing off-node" '[ $rc = 0 ] && ! has off-node'
+	run -j irq show dev "$nic1"
+	t "irq show -j in the guest is valid JSON" '[ $rc = 0 ] && python3 -c "import json,sys; json.load(sys.stdin)" <<<"$out"'
+fi
+
+t "a NIC on the root bus with numa_node -1" '[ -n "$nic0" ]'
+if [ -n "$nic0" ]; then
+	run irq show dev "$nic0"
+	t "irq show: numa_node -1 said plainly, with the fallback" '[ $rc = 0 ] && has "numa_node is -1" && has "pass '"'"'node N'"'"' to choose a node"'
+	p0=$(pci_of net "$nic0")
+	run irq set dev "$nic0" policy local node 0
+	bad=""
+	for i in $(ls "$p0/msi_irqs"); do
+		e=$(cat /proc/irq/$i/effective_affinity_list)
+		cpulist_in "$e" "$(cat /sys/devices/system/node/node0/cpulist)" || bad="$bad $i:$e"
+	done
+	t "irq set policy local node 0 on the -1 NIC: IRQs on node 0" '[ $rc = 0 ] && [ -z "$bad" ]'
+fi
+
+if [ -e /sys/class/block/vda ]; then
+	pb=$(pci_of block vda)
+	before=$(for i in $(ls "$pb/msi_irqs"); do echo "$i $(cat /proc/irq/$i/smp_affinity_list)"; done)
+	run irq set dev vda policy cpus 0
+	t "irq set on virtio-blk: managed IRQs reported, not a failure" '[ $rc = 0 ] && has "managed by the kernel, left alone"'
+	changed=""
+	while read -r i a; do
+		grep -q "^IRQ $i (.*managed by the kernel" <<<"$out" || continue
+		[ "$(cat /proc/irq/$i/smp_affinity_list)" = "$a" ] || changed="$changed $i"
+	done <<<"$before"
+	t "managed IRQs keep their affinity" '[ -z "$changed" ]'
+	run irq show dev vda
+	t "irq show on virtio-blk marks the managed IRQs" '[ $rc = 0 ] && has managed'
+else
+	t "a virtio-blk device (vda)" 'false'
+fi
+
+run -j numa bw --size 16M --seconds 0.1
+t "numa bw: a 2x2 matrix, every cell > 0" '[ $rc = 0 ] && python3 -c "import json,sys; d=json.load(sys.stdin); assert len(d[\"mbps\"]) == 2 and all(c > 0 for r in d[\"mbps\"] for c in r) and d[\"worst_ratio\"] > 0" <<<"$out"'
+echo "# numa bw: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["mbps"], "ratio", d["worst_ratio"])' <<<"$out" 2>/dev/null)"
+run -j doctor --skip-bw
+t "doctor in the guest: valid JSON, exit 0 or 1" '[ $rc -le 1 ] && python3 -c "import json,sys; json.load(sys.stdin)" <<<"$out"'
+
+echo "1..$n"
+exit $failed
