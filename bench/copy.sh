@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# vm-run-opts: -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=slow,snapshot=on,throttling.iops-total=150,throttling.bps-total=157286400 -device virtio-blk-pci,drive=slow,serial=aheadfs-slow -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=fast,snapshot=on -device virtio-blk-pci,drive=fast,serial=aheadfs-fast
+#
+# bench/copy.sh: copying a cold file through aheadfs, run inside a guest by
+# `make bench BENCH=copy` (scripts/bench-run), with the two drives above:
+# "slow" is throttled by QEMU to 150 requests and 150 MiB/s (it charges per
+# request like a disk seek), "fast" is not.  Both are QEMU null devices with
+# a temporary overlay (snapshot=on): nothing exists on the host.
+#
+# Three lowers, two methods each, every copy of a cold file (sync, caches
+# dropped) and timed until its data is durable (fsync):
+#   ext4-slow    aheadfs over ext4 on the slow drive
+#   xfs-reflink  aheadfs over xfs (reflink=1) on the fast drive
+#   nfs42        an NFS 4.2 client over loopback, with tc netem adding
+#                2 ms to every packet on lo, mounting an export of aheadfs
+#                over ext4 on the fast drive
+# Methods: "readwrite", dd's loop of 1 MiB reads and writes; and
+# "copy_file_range", xfs_io's copy_range (the lower's clone on xfs, the
+# server-side COPY over NFS, aheadfs's chunked copy on ext4).  Each
+# measurement is repeated $BENCH_REPS times, interleaved; medians are kept.
+# The file is $BENCH_COPY_MIB MiB (default 1024; under TCG a smaller one
+# keeps a run within minutes).
+#
+# Output: build/bench/copy-<release>.json (this kernel) and
+# build/bench/copy.json (every kernel measured so far):
+#   {"results": [{"kernel", "lower", "method", "bytes", "seconds"}],
+#    "ratios": [{"kernel", "lower", "value", "target", "met"}]}
+# and a table on stdout.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+rel=$(uname -r)
+out=$top/build/bench
+reps=${BENCH_REPS:-3}
+size_mib=${BENCH_COPY_MIB:-1024}
+ko=${AHEADFS_KO:-$top/build/kmod/$rel/aheadfs.ko}
+work=/run/aheadfs-bench-copy
+
+die() { echo "bench/copy: $*" >&2; exit 1; }
+
+disk() {	# disk SERIAL: the /dev node of the virtio disk with that serial
+	local d
+	for d in /sys/block/vd*; do
+		[ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] && { echo "/dev/${d##*/}"; return; }
+	done
+	die "no virtio disk with serial $1 (run through make bench BENCH=copy)"
+}
+
+stat_of() {	# stat_of MNT NAME: a counter of the aheadfs mount at MNT
+	awk -v n="$2" '$1 == n { print $2 }' "/sys/fs/aheadfs/$(mountpoint -d "$1")/stats"
+}
+
+for c in xfs_io mkfs.xfs rpc.nfsd rpc.mountd exportfs tc; do
+	command -v $c >/dev/null || die "$c missing (scripts/setup-deps)"
+done
+mkdir -p "$out" "$work"
+mount -t tmpfs -o size=64M bench "$work"
+[ -r "$ko" ] || die "no module $ko (make modules)"
+lsmod | grep -qw aheadfs || insmod "$ko"
+tsv=$work/results.tsv
+: >"$tsv"
+pids=
+cleanup() {
+	set +e
+	umount -f "$work/nfs-client" 2>/dev/null
+	tc qdisc del dev lo root 2>/dev/null
+	exportfs -ua 2>/dev/null
+	[ -z "$pids" ] || rpc.nfsd 0 2>/dev/null
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for m in "$work"/*-mnt "$work"/*-lower; do umount "$m" 2>/dev/null; done
+	umount "$work" 2>/dev/null
+}
+trap cleanup EXIT
+
+# timed LOWER METHOD SRC DST: one cold copy, appended to the results.
+timed() {
+	local t0 t1
+	rm -f "$4"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	t0=$(date +%s%N)
+	case $2 in
+	readwrite) dd if="$3" of="$4" bs=1M conv=fsync status=none ;;
+	copy_file_range)
+		r=$(xfs_io -f -c "copy_range $3" -c fsync "$4" 2>&1)
+		[ -z "$r" ] || die "copy_range $3 $4: $r" ;;
+	esac
+	t1=$(date +%s%N)
+	cmp -s "$3" "$4" || die "$1 $2: the copy differs from its source"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" "$2" "$(stat -c %s "$3")" \
+		"$((t1 - t0))" >>"$tsv"
+}
+
+# mklower NAME DEV FSTYPE: a fresh lower on DEV with aheadfs over it, and
+# the source file; echoes the aheadfs mount.
+mklower() {
+	local lower=$work/$1-lower mnt=$work/$1-mnt
+	mkdir -p "$lower" "$mnt"
+	case $3 in
+	# No lazy init: a background inode-table writer would steal the IOPS.
+	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$2" 3G >/dev/null ;;
+	xfs) mkfs.xfs -q -f -m reflink=1 "$2" ;;
+	esac
+	mount "$2" "$lower"
+	mount -t aheadfs "$lower" "$mnt"
+	dd if=/dev/urandom of="$mnt/src" bs=1M count="$size_mib" conv=fsync status=none
+	echo "$mnt"
+}
+
+slow=$(mklower ext4-slow "$(disk aheadfs-slow)" ext4)
+xfs=$(mklower xfs-reflink "$(disk aheadfs-fast)" xfs)
+echo "# ext4-slow: txn $(cat "/sys/fs/aheadfs/$(mountpoint -d "$slow")/txn_kb") KiB, $size_mib MiB file" >&2
+for rep in $(seq "$reps"); do
+	for m in readwrite copy_file_range; do
+		timed ext4-slow $m "$slow/src" "$slow/dst"
+		timed xfs-reflink $m "$xfs/src" "$xfs/dst"
+	done
+	echo "# ext4-slow, xfs-reflink: repetition $rep of $reps done" >&2
+done
+echo "# ext4-slow: copy_chunked $(stat_of "$slow" copy_chunked), copy_txns $(stat_of "$slow" copy_txns); xfs-reflink: copy_clone $(stat_of "$xfs" copy_clone)" >&2
+rm -f "$slow/dst" "$xfs/dst"
+umount "$xfs" "$work/xfs-reflink-lower"
+
+# NFS: the export is aheadfs over ext4 on the fast drive (the xfs lower's).
+nfs=$(mklower nfs-server "$(disk aheadfs-fast)" ext4)
+cli=$work/nfs-client
+mkdir -p "$cli"
+ip link set lo up
+modprobe nfsd
+modprobe sch_netem
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+mkdir -p /var/lib/nfs/v4recovery /run/rpcbind
+if ! pgrep -x rpcbind >/dev/null; then
+	rpcbind -w
+	pids="$pids $(pgrep -n -x rpcbind)"
+fi
+pgrep -x nfsd >/dev/null && die "nfsd is already running"
+echo 10 >/proc/fs/nfsd/nfsv4leasetime
+echo 10 >/proc/fs/nfsd/nfsv4gracetime
+rpc.mountd --no-udp >/dev/null 2>&1
+pids="$pids $(pgrep -n -x rpc.mountd)"
+rpc.nfsd --no-udp -V 4.2 4
+echo Y >/proc/fs/nfsd/v4_end_grace
+# fsid=0: the export is the NFSv4 root (see selftests/export-nfs.sh).
+exportfs -o rw,sync,no_root_squash,no_subtree_check,fsid=0 "127.0.0.1:$nfs"
+mount -t nfs -o vers=4.2,proto=tcp 127.0.0.1:/ "$cli"
+tc qdisc add dev lo root netem delay 2ms
+c0=$(awk -v m=" $cli " '/^device / { mine = index($0, m) > 0 } mine && $1 == "COPY:" { print $2; exit }' /proc/self/mountstats)
+for rep in $(seq "$reps"); do
+	for m in readwrite copy_file_range; do
+		timed nfs42 $m "$cli/src" "$cli/dst"
+	done
+	echo "# nfs42: repetition $rep of $reps done" >&2
+done
+c1=$(awk -v m=" $cli " '/^device / { mine = index($0, m) > 0 } mine && $1 == "COPY:" { print $2; exit }' /proc/self/mountstats)
+echo "# nfs42: client COPY ops $((c1 - c0)); server aheadfs copy_reqs $(stat_of "$nfs" copy_reqs)" >&2
+
+python3 - "$tsv" "$out" "$rel" <<'EOF'
+import glob, json, os, statistics, sys
+
+tsv, out, rel = sys.argv[1:4]
+runs = {}
+for line in open(tsv):
+    k, lower, method, size, ns = line.rstrip("\n").split("\t")
+    runs.setdefault((lower, method, int(size)), []).append(int(ns) / 1e9)
+results = [{"kernel": rel, "lower": lower, "method": method, "bytes": size,
+            "seconds": round(statistics.median(s), 3)}
+           for (lower, method, size), s in runs.items()]
+by = {(r["lower"], r["method"]): r for r in results}
+targets = {"nfs42": 7.0, "xfs-reflink": 100.0, "ext4-slow": 2.0}
+ratios = []
+for lower, target in targets.items():
+    rw, cfr = by.get((lower, "readwrite")), by.get((lower, "copy_file_range"))
+    if rw and cfr:
+        v = round(rw["seconds"] / max(cfr["seconds"], 1e-6), 2)
+        ratios.append({"kernel": rel, "lower": lower, "value": v,
+                       "target": target, "met": v >= target})
+json.dump({"results": results, "ratios": ratios},
+          open(os.path.join(out, "copy-%s.json" % rel), "w"), indent=1)
+allr, allq = [], []
+for p in sorted(glob.glob(os.path.join(out, "copy-*.json"))):
+    d = json.load(open(p))
+    allr += d["results"]
+    allq += d["ratios"]
+json.dump({"results": allr, "ratios": allq},
+          open(os.path.join(out, "copy.json"), "w"), indent=1)
+
+print("kernel %s, cold copy, median seconds (MiB/s)" % rel)
+print("%-12s %10s %22s %22s %9s %8s" % ("lower", "MiB", "readwrite",
+      "copy_file_range", "speedup", "target"))
+for lower, target in targets.items():
+    rw, cfr = by.get((lower, "readwrite")), by.get((lower, "copy_file_range"))
+    if not rw or not cfr:
+        continue
+    mib = rw["bytes"] / 1048576
+    q = [x for x in ratios if x["lower"] == lower][0]
+    print("%-12s %10d %12.3f (%7.1f) %12.3f (%7.1f) %8.2fx %7.0fx %s" % (
+        lower, mib, rw["seconds"], mib / rw["seconds"], cfr["seconds"],
+        mib / max(cfr["seconds"], 1e-6), q["value"], target,
+        "met" if q["met"] else "MISSED"))
+EOF
