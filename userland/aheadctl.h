@@ -34,6 +34,7 @@ int read_int(const char *path, long long *val);
 int write_file(const char *path, const char *buf);
 bool parse_u64(const char *s, unsigned long long *v);
 bool parse_size(const char *s, unsigned long long *v);
+char *shell_quote(const char *s);	/* malloc'd */
 
 /* A CPU set as a plain bool array, independent of the libc cpu_set_t size. */
 struct cpus {

@@ -92,9 +92,12 @@ static void doctor_nfs(struct doctor *d)
 			char *what = xsprintf("%s (%s): %s: every stat is a round trip to the server (26,000 files at a few ms each is minutes)",
 					      mnt, src, noac ? "noac" : "actimeo=0");
 			char *o = fixed_opts(opts, noac);
+			char *qm = shell_quote(mnt), *qs = shell_quote(src);
 			char *fix = xsprintf("umount %s && mount -t %s -o %s%sactimeo=3 %s %s (or stack aheadfs with -o attr_timeout_ms=1000)",
-					     mnt, type, o, *o ? "," : "", src, mnt);
+					     qm, type, o, *o ? "," : "", qs, qm);
 
+			free(qm);
+			free(qs);
 			doctor_finding(d, "nfs", what, fix);
 			free(what);
 			free(fix);

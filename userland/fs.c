@@ -421,10 +421,13 @@ void doctor_fs(struct doctor *d)
 		if (tails > 0) {
 			char *what = xsprintf("%s: %lld of %lld reads ended in bytes the prefetch had not brought in (uncached_tails, prefetch=%s)",
 					      m[i].dir, tails, reqs, mode ? mode : "?");
+			char *q = shell_quote(m[i].dir);
 			char *fix = mode && strcmp(mode, "ahead") ?
-				xsprintf("aheadctl fs set %s prefetch=ahead", m[i].dir) :
-				xsprintf("aheadctl fs set %s window_kb=%llu", m[i].dir,
+				xsprintf("aheadctl fs set %s prefetch=ahead", q) :
+				xsprintf("aheadctl fs set %s window_kb=%llu", q,
 					 win && parse_u64(win, &w) && w ? w * 2 : 65536ULL);
+
+			free(q);
 
 			doctor_finding(d, "fs", what, fix);
 			free(what);
@@ -434,8 +437,10 @@ void doctor_fs(struct doctor *d)
 		    t > w) {
 			char *what = xsprintf("%s: txn_kb %llu is larger than the prefetch window (window_kb %llu): a prefetch chunk cannot cover one transaction",
 					      m[i].dir, t, w);
-			char *fix = xsprintf("aheadctl fs set %s window_kb=%llu",
-					     m[i].dir, t);
+			char *q = shell_quote(m[i].dir);
+			char *fix = xsprintf("aheadctl fs set %s window_kb=%llu", q, t);
+
+			free(q);
 
 			doctor_finding(d, "fs", what, fix);
 			free(what);

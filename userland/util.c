@@ -408,3 +408,27 @@ int run_cmd(char *const argv[], char *const envp_add[], char **out)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
+
+/* The word as a shell reads it back: quoted only when it needs to be. */
+char *shell_quote(const char *s)
+{
+	size_t n = 3;
+	char *out, *o;
+
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/_.,:=@%+-") == strlen(s))
+		return xstrdup(s);
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	out = o = xcalloc(1, n);
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	return out;
+}
