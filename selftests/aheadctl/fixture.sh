@@ -63,6 +63,20 @@ mk_fixture() {
 	mk_irq "$d" 31 0-3
 	mk_irq "$d" 32 0-3
 
+	# vda: virtio-blk, a queue IRQ per CPU pair, managed (0444) as from 6.12
+	local f2=$s/devices/pci0000:00/0000:00:05.0
+	mkdir -p "$f2/msi_irqs" "$f2/virtio2/block/vda" "$s/class/block"
+	ln -s ../../../bus/pci "$f2/subsystem"
+	echo -1 >"$f2/numa_node"
+	echo 0-3 >"$f2/local_cpulist"
+	for i in 50 51 52; do echo msix >"$f2/msi_irqs/$i"; done
+	ln -s ../../devices/pci0000:00/0000:00:05.0/virtio2/block/vda "$s/class/block/vda"
+	ln -s ../../../virtio2 "$f2/virtio2/block/vda/device"
+	mk_irq "$d" 50 0-3
+	mk_irq "$d" 51 0-1
+	mk_irq "$d" 52 2-3
+	chmod 0444 "$p/irq/51/smp_affinity_list" "$p/irq/52/smp_affinity_list"
+
 	# lo: virtual
 	mkdir -p "$s/devices/virtual/net/lo"
 	ln -s ../../devices/virtual/net/lo "$s/class/net/lo"
@@ -77,6 +91,9 @@ mk_fixture() {
  41:          0          0          0          0   IR-PCI-MSI 1048577-edge      eth0-TxRx-1
  42:          0          0          0          0   IR-PCI-MSI 1048578-edge      eth0-TxRx-2
  43:          0          0          0          0   IR-PCI-MSI 1048579-edge      mlx5_comp3@pci:0000:81:00.0
+ 50:          0          0          0          0   PCI-MSIX-0000:00:05.0   0-edge      virtio2-config
+ 51:          0          0          0          0   PCI-MSIX-0000:00:05.0   1-edge      virtio2-req.0
+ 52:          0          0          0          0   PCI-MSIX-0000:00:05.0   2-edge      virtio2-req.1
  99:          0          0          0          0   IR-PCI-MSI 2048-edge      nvme0q1
 NMI:          0          0          0          0   Non-maskable interrupts
 INTR

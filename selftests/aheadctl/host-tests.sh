@@ -145,6 +145,20 @@ else
 	skip "irq set as non-root" "no setpriv"; skip "irq set -n as non-root" "no setpriv"
 fi
 
+# ---- block devices, wide masks ----
+fresh
+run irq show dev vda
+t "irq show on a block device: virtio-blk's managed queue IRQs" '[ $rc = 0 ] && has "pci 0000:00:05.0" && grep -q "^ *50 .*virtio2-config .* ok$" <<<"$out" && grep -q "^ *51 .*managed" <<<"$out" && grep -q "^ *52 .*managed" <<<"$out" && ! has QUEUE'
+run irq set dev vda policy cpus 1
+t "irq set on a block device: config moved, managed left alone" '[ $rc = 0 ] && [ "$(aff 50)" = 1 ] && [ "$(aff 51)" = 0-1 ] && [ "$(aff 52)" = 2-3 ] && [ "$(grep -c "managed by the kernel" <<<"$out")" = 2 ]'
+run irq set dev vda policy local xps
+t "irq set xps on a block device refused before writing" '[ $rc = 1 ] && haserr "no tx queues" && [ "$(aff 50)" = 1 ]'
+fresh; echo 0-39 >"$F/sys/devices/system/cpu/online"
+run irq set dev eth0 policy cpus 33,39 xps
+t "irq set: CPUs above 31 as lists, XPS masks in 32-bit groups" '[ $rc = 0 ] && [ "$(aff 40)" = 33 ] && [ "$(aff 41)" = 39 ] && [ "$(xps 0)" = 2,00000000 ] && [ "$(xps 1)" = 80,00000000 ]'
+run irq show dev eth0
+t "irq show: wide XPS masks read back as lists" '[ $rc = 0 ] && grep -q "^0 *33 " <<<"$out" && grep -q "^1 *39 " <<<"$out"'
+
 # ---- irqbalance ----
 fresh
 mkdir -p "$F/proc/4242"; echo irqbalance >"$F/proc/4242/comm"
@@ -193,6 +207,10 @@ run fs show
 t "fs show: both aheadfs mounts, unescaped, with tunables and stats" '[ $rc = 0 ] && has "/mnt/ahead  dev 0:58  lower /srv/a" && has "/mnt/slow one  dev 0:59" && grep -q "txn_kb *16384" <<<"$out" && grep -q "uncached_tails *7" <<<"$out" && ! has sda1'
 run -j fs show /mnt/ahead/
 t "fs show -j MNT: one mount, numbers as numbers" '[ $rc = 0 ] && json_ok && [ "$(jp "len(d)")" = 1 ] && [ "$(jp "d[0][\"tunables\"][\"txn_kb\"]")" = 8192 ] && [ "$(jp "d[0][\"tunables\"][\"prefetch\"]")" = ahead ] && [ "$(jp "d[0][\"stats\"][\"read_reqs\"]")" = 100 ]'
+printf '70 22 0:60 / /mnt/q"x\\134y\\011z rw - aheadfs /srv/c rw\n' >>"$F/proc/self/mountinfo"
+mk_aheadfs "$F/sys/fs/aheadfs/0:60" ahead 8192 65536 0 '/srv/"c'
+run -j fs show
+t "fs show -j: quotes, backslashes and tabs in names escaped" '[ $rc = 0 ] && json_ok && [ "$(jp "d[2][\"mountpoint\"] == \"/mnt/q\\\"x\\\\y\\tz\" and d[2][\"lower\"] == \"/srv/\\\"c\"")" = True ]'
 run fs show /
 t "fs show: a non-aheadfs mount refused" '[ $rc = 1 ] && haserr "/ is not an aheadfs mount"'
 run fs show a b
