@@ -1,7 +1,8 @@
 # aheadfs top-level build.
 #
 #   make                  module for KDIR, userland tools, selftests
-#   make KERNELS="6.1 6.12" modules   one module per target kernel
+#   make KERNELS="6.1 6.12"   the same, with one module per target kernel
+#   make modules          one module per kernel of KERNELS (default 6.1 6.12)
 #   make check            set-up, build, host tests, selftests in a guest per kernel
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
@@ -35,7 +36,10 @@ HAVE_UNIT := $(wildcard selftests/unit/Makefile)
 	bench demo install dkms checkpatch clean deps userland-check bpf-check \
 	unit-check
 
-all: module $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf) selftests
+# KERNELS given on the command line or in the environment: a module for each.
+MODULE_TARGET := $(if $(filter command line environment,$(origin KERNELS)),modules,module)
+
+all: $(MODULE_TARGET) $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf) selftests
 
 deps:
 	@scripts/setup-deps
