@@ -9,6 +9,7 @@
 
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 
@@ -356,6 +357,97 @@ TEST_F(xcopy, enospc_returns_short_count)
 	close(in);
 	close(out);
 	EXPECT_EQ(0, ahfs_run("cmp -s -n %zd '%s' '%s'", n, src, dst));
+}
+
+/*
+ * A copy killed mid-way: SIGKILL lands while the chunked copy runs (from
+ * the lower under test to a tmpfs lower, so on every lower it is the
+ * chunked copy), in 4 KiB transactions so that it runs long enough to be
+ * caught.  The copy stops: the destination is a byte-identical prefix of
+ * the source, the bytes copied are what the stats report, and no
+ * transaction began after the last one that copied anything.
+ */
+FIXTURE(killcopy) {
+	struct ahfs fs;
+	struct ahfs out;	/* the second mount: only its path and sysfs */
+	char tmp[PATH_MAX];
+};
+
+FIXTURE_SETUP(killcopy)
+{
+	ASSERT_EQ(0, ahfs_setup(&self->fs, "killcopy", ""));
+	ahfs_fmt(self->tmp, sizeof(self->tmp), "%s/tmpfs", self->fs.base);
+	ahfs_fmt(self->out.mnt, sizeof(self->out.mnt), "%s/mnt2",
+		 self->fs.base);
+	ASSERT_EQ(0, mkdir(self->tmp, 0755));
+	ASSERT_EQ(0, mkdir(self->out.mnt, 0755));
+	ASSERT_EQ(0, mount("tmpfs", self->tmp, "tmpfs", 0, "size=80m"));
+	ASSERT_EQ(0, ahfs_mount_at(self->tmp, self->out.mnt, ""));
+	ASSERT_EQ(0, ahfs_find_sysfs(&self->out));
+}
+
+FIXTURE_TEARDOWN(killcopy)
+{
+	umount(self->out.mnt);
+	umount(self->tmp);
+	ahfs_teardown(&self->fs);
+}
+
+TEST_F(killcopy, fatal_signal_stops_between_transactions)
+{
+	const off_t size = 64 << 20;
+	char src[PATH_MAX], dst[PATH_MAX];
+	long long txns, bytes, reqs, dtxns;
+	struct stat st;
+	int status, in, out;
+	pid_t pid;
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "4"));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, src, "src"), size));
+	ahfs_fmt(dst, sizeof(dst), "%s/dst", self->out.mnt);
+	in = open(src, O_RDONLY);
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ASSERT_LE(0, in);
+	ASSERT_LE(0, out);
+	ASSERT_EQ(0, ahfs_drop_caches());
+	txns = ahfs_stat(&self->fs, "copy_txns");
+	/* Transactions count on the source's mount, requests on the target's. */
+	reqs = ahfs_stat(&self->out, "copy_reqs");
+	bytes = ahfs_stat(&self->out, "copy_bytes");
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(cfr(in, NULL, out, NULL, size) == size ? 0 : 1);
+	/* Kill it once its 16th transaction has begun. */
+	while (ahfs_stat(&self->fs, "copy_txns") < txns + 16) {
+		ASSERT_EQ(0, waitpid(pid, &status, WNOHANG)) {
+			TH_LOG("the copy ended before its 16th transaction");
+		}
+		sched_yield();
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status)) {
+		TH_LOG("the copy of %lld MiB ended before SIGKILL (status %#x)",
+		       (long long)size >> 20, status);
+	}
+	ASSERT_EQ(SIGKILL, WTERMSIG(status));
+
+	ASSERT_EQ(0, fstat(out, &st));
+	EXPECT_GT(size, st.st_size);
+	EXPECT_LE(15 * 4096, st.st_size);
+	EXPECT_EQ(reqs + 1, ahfs_stat(&self->out, "copy_reqs"));
+	EXPECT_EQ(st.st_size, ahfs_stat(&self->out, "copy_bytes") - bytes);
+	dtxns = ahfs_stat(&self->fs, "copy_txns") - txns;
+	EXPECT_LE(st.st_size, dtxns * 4096);
+	EXPECT_GE(st.st_size, (dtxns - 1) * 4096);
+	EXPECT_EQ(0, ahfs_run("cmp -s -n %lld '%s' '%s'",
+			      (long long)st.st_size, src, dst));
+	TH_LOG("killed after %lld of %lld bytes, %lld transactions",
+	       (long long)st.st_size, (long long)size, dtxns);
+	close(in);
+	close(out);
 }
 
 /* One FICLONE and one FIDEDUPERANGE of @in onto @out: (ret, errno, status). */
