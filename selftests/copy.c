@@ -278,28 +278,30 @@ TEST_F(copy, beyond_4g)
 /*
  * The second aheadfs mount, over a small tmpfs: a copy between two lowers
  * is the chunked copy, in transactions of txn_kb, and stops short at ENOSPC
- * with what was copied intact.
+ * or a fatal signal with what was copied intact.
  */
 FIXTURE(xcopy) {
 	struct ahfs fs;
+	struct ahfs out;	/* the second mount: only its path and sysfs */
 	char tmp[PATH_MAX];
-	char mnt2[PATH_MAX];
 };
 
 FIXTURE_SETUP(xcopy)
 {
 	ASSERT_EQ(0, ahfs_setup(&self->fs, "xcopy", ""));
 	ahfs_fmt(self->tmp, sizeof(self->tmp), "%s/tmpfs", self->fs.base);
-	ahfs_fmt(self->mnt2, sizeof(self->mnt2), "%s/mnt2", self->fs.base);
+	ahfs_fmt(self->out.mnt, sizeof(self->out.mnt), "%s/mnt2",
+		 self->fs.base);
 	ASSERT_EQ(0, mkdir(self->tmp, 0755));
-	ASSERT_EQ(0, mkdir(self->mnt2, 0755));
+	ASSERT_EQ(0, mkdir(self->out.mnt, 0755));
 	ASSERT_EQ(0, mount("tmpfs", self->tmp, "tmpfs", 0, "size=6m"));
-	ASSERT_EQ(0, ahfs_mount_at(self->tmp, self->mnt2, ""));
+	ASSERT_EQ(0, ahfs_mount_at(self->tmp, self->out.mnt, ""));
+	ASSERT_EQ(0, ahfs_find_sysfs(&self->out));
 }
 
 FIXTURE_TEARDOWN(xcopy)
 {
-	umount(self->mnt2);
+	umount(self->out.mnt);
 	umount(self->tmp);
 	ahfs_teardown(&self->fs);
 }
@@ -316,7 +318,7 @@ TEST_F(xcopy, chunk_follows_txn_kb)
 
 	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "512"));
 	t0 = ahfs_stat(&self->fs, "copy_txns");
-	out = open(ahfs_fmt(dst, sizeof(dst), "%s/a", self->mnt2),
+	out = open(ahfs_fmt(dst, sizeof(dst), "%s/a", self->out.mnt),
 		   O_WRONLY | O_CREAT, 0644);
 	ASSERT_EQ(4 << 20, cfr(in, NULL, out, NULL, SSIZE_MAX));
 	close(out);
@@ -325,7 +327,7 @@ TEST_F(xcopy, chunk_follows_txn_kb)
 	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "2048"));
 	t0 = ahfs_stat(&self->fs, "copy_txns");
 	ASSERT_EQ(0, lseek(in, 0, SEEK_SET));
-	out = open(ahfs_fmt(dst, sizeof(dst), "%s/a", self->mnt2),
+	out = open(ahfs_fmt(dst, sizeof(dst), "%s/a", self->out.mnt),
 		   O_WRONLY | O_TRUNC);
 	ASSERT_EQ(4 << 20, cfr(in, NULL, out, NULL, SSIZE_MAX));
 	close(out);
@@ -343,7 +345,7 @@ TEST_F(xcopy, enospc_returns_short_count)
 	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "1024"));
 	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, src, "src"), 10 << 20));
 	in = open(src, O_RDONLY);
-	out = open(ahfs_fmt(dst, sizeof(dst), "%s/full", self->mnt2),
+	out = open(ahfs_fmt(dst, sizeof(dst), "%s/full", self->out.mnt),
 		   O_WRONLY | O_CREAT, 0644);
 	ASSERT_LE(0, in);
 	ASSERT_LE(0, out);
@@ -361,39 +363,13 @@ TEST_F(xcopy, enospc_returns_short_count)
 
 /*
  * A copy killed mid-way: SIGKILL lands while the chunked copy runs (from
- * the lower under test to a tmpfs lower, so on every lower it is the
- * chunked copy), in 4 KiB transactions so that it runs long enough to be
- * caught.  The copy stops: the destination is a byte-identical prefix of
+ * the lower under test to the tmpfs lower, grown for it, so on every lower
+ * it is the chunked copy), in 4 KiB transactions so that it runs long
+ * enough to be caught.  The copy stops: the destination is a byte-identical prefix of
  * the source, the bytes copied are what the stats report, and no
  * transaction began after the last one that copied anything.
  */
-FIXTURE(killcopy) {
-	struct ahfs fs;
-	struct ahfs out;	/* the second mount: only its path and sysfs */
-	char tmp[PATH_MAX];
-};
-
-FIXTURE_SETUP(killcopy)
-{
-	ASSERT_EQ(0, ahfs_setup(&self->fs, "killcopy", ""));
-	ahfs_fmt(self->tmp, sizeof(self->tmp), "%s/tmpfs", self->fs.base);
-	ahfs_fmt(self->out.mnt, sizeof(self->out.mnt), "%s/mnt2",
-		 self->fs.base);
-	ASSERT_EQ(0, mkdir(self->tmp, 0755));
-	ASSERT_EQ(0, mkdir(self->out.mnt, 0755));
-	ASSERT_EQ(0, mount("tmpfs", self->tmp, "tmpfs", 0, "size=80m"));
-	ASSERT_EQ(0, ahfs_mount_at(self->tmp, self->out.mnt, ""));
-	ASSERT_EQ(0, ahfs_find_sysfs(&self->out));
-}
-
-FIXTURE_TEARDOWN(killcopy)
-{
-	umount(self->out.mnt);
-	umount(self->tmp);
-	ahfs_teardown(&self->fs);
-}
-
-TEST_F(killcopy, fatal_signal_stops_between_transactions)
+TEST_F(xcopy, fatal_signal_stops_between_transactions)
 {
 	const off_t size = 64 << 20;
 	char src[PATH_MAX], dst[PATH_MAX];
@@ -402,6 +378,7 @@ TEST_F(killcopy, fatal_signal_stops_between_transactions)
 	int status, in, out;
 	pid_t pid;
 
+	ASSERT_EQ(0, mount(NULL, self->tmp, NULL, MS_REMOUNT, "size=80m"));
 	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "4"));
 	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, src, "src"), size));
 	ahfs_fmt(dst, sizeof(dst), "%s/dst", self->out.mnt);
