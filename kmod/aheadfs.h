@@ -138,6 +138,7 @@ struct aheadfs_inode_info {
 	struct inode vfs_inode;
 	struct inode *lower;
 	unsigned long attr_time;	/* jiffies of the last attribute refresh */
+	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
 };
 
 struct aheadfs_pf_state;
@@ -148,9 +149,13 @@ struct aheadfs_file_info {
 	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
 };
 
-/* dentry->d_fsdata: the lower path this dentry stands for. */
+/*
+ * dentry->d_fsdata: the lower path this dentry stands for.  Freed after an
+ * RCU grace period: RCU-walk revalidation reads it without a reference.
+ */
 struct aheadfs_dentry_info {
 	struct path lower;
+	struct rcu_head rcu;
 };
 
 static inline struct aheadfs_sb_info *AHEADFS_SB(const struct super_block *sb)
@@ -243,6 +248,21 @@ void aheadfs_op_end(struct super_block *sb, enum aheadfs_meta_op op,
 /* super.c */
 extern struct kmem_cache *aheadfs_inode_cachep;
 int aheadfs_check_tunable(const char *name, unsigned int val);
+
+/*
+ * Every change aheadfs makes to the lower goes through the lower's mount:
+ * a read-only lower refuses it (EROFS) and a frozen one makes it wait, as
+ * the same change made directly would.
+ */
+static inline int aheadfs_want_write(struct super_block *sb)
+{
+	return mnt_want_write(AHEADFS_SB(sb)->lower.mnt);
+}
+
+static inline void aheadfs_drop_write(struct super_block *sb)
+{
+	mnt_drop_write(AHEADFS_SB(sb)->lower.mnt);
+}
 
 /* inode.c */
 extern const struct inode_operations aheadfs_dir_iops;

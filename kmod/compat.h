@@ -75,6 +75,33 @@ static inline int aheadfs_vfs_getattr(const struct path *path,
 	exportfs_encode_inode_fh(inode, fid, max_len, parent)
 #endif
 
+/*
+ * Lock requests: 6.9 moved owner, file and flags into a file_lock_core and
+ * the lock API into <linux/filelock.h>.
+ */
+#ifdef AHEADFS_HAVE_FILE_LOCK_CORE
+#include <linux/filelock.h>
+#define aheadfs_lock_core_t		struct file_lock_core
+#define aheadfs_fl_core(fl)		(&(fl)->c)
+#define aheadfs_flc(core, field)	((core)->flc_##field)
+#else
+#define aheadfs_lock_core_t		struct file_lock
+#define aheadfs_fl_core(fl)		(fl)
+#define aheadfs_flc(core, field)	((core)->fl_##field)
+#endif
+
+/*
+ * From 6.7 do_splice_direct() takes the destination's freeze protection
+ * itself (direct_splice_actor); before, its callers did.
+ */
+#ifdef AHEADFS_HAVE_SPLICE_FILE_RANGE
+#define aheadfs_splice_start_write(file)	do { } while (0)
+#define aheadfs_splice_end_write(file)		do { } while (0)
+#else
+#define aheadfs_splice_start_write(file)	file_start_write(file)
+#define aheadfs_splice_end_write(file)		file_end_write(file)
+#endif
+
 #ifndef IOCB_DIO_CALLER_COMP
 #define IOCB_DIO_CALLER_COMP	0
 #endif

@@ -8,9 +8,9 @@
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
-#include <linux/slab.h>
 #include <linux/sched/signal.h>
 #include <linux/fs_stack.h>
+#include <linux/splice.h>
 #include "aheadfs.h"
 #include "trace.h"
 
@@ -74,63 +74,31 @@ static loff_t next_hole(struct file *lin, loff_t pos, loff_t end)
 }
 
 /*
- * The bounce buffer: a transaction's size if memory allows (one read and
- * one write per transaction), else less, down to a page; the transaction
- * stays the unit the prefetcher is told about and signals are checked at.
- */
-static void *copy_buf(size_t want, size_t *size)
-{
-	void *buf;
-
-	for (;;) {
-		buf = kvmalloc(want, want > PAGE_SIZE ?
-			       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
-			       GFP_KERNEL);
-		if (buf || want <= PAGE_SIZE)
-			break;
-		want = max_t(size_t, want / 2, PAGE_SIZE);
-	}
-	*size = want;
-	return buf;
-}
-
-/*
- * One transaction: [*in, *in + n) of the source to *out, in buffer-sized
- * pieces.  Advances both positions by what was written; returns the bytes
- * written, or an error if none were.
+ * One transaction: [*in, *in + n) of the source to *out through a pipe of
+ * the source's pages (do_splice_direct, the lower's own generic copy), so
+ * each byte is copied once and O_DIRECT files are read and written as the
+ * lower would.  Advances both positions by what was written; returns the
+ * bytes written, or an error if none were.
  */
 static ssize_t copy_txn(struct file *lin, loff_t *in, struct file *lout,
-			loff_t *out, size_t n, void *buf, size_t bufsz)
+			loff_t *out, size_t n)
 {
-	size_t done = 0;
+	ssize_t ret;
 
-	while (done < n) {
-		size_t piece = min(n - done, bufsz);
-		ssize_t r, w;
-
-		r = kernel_read(lin, buf, piece, in);
-		if (r <= 0)
-			return done ? done : r;
-		w = kernel_write(lout, buf, r, out);
-		if (w < r) {
-			/* ENOSPC and the like: count only what was written. */
-			*in -= r - max_t(ssize_t, w, 0);
-			if (w > 0)
-				done += w;
-			return done ? done : (w < 0 ? w : -EIO);
-		}
-		done += w;
-		if (r < piece)	/* the source shrank under us */
-			break;
-	}
-	return done;
+	aheadfs_splice_start_write(lout);
+	ret = do_splice_direct(lin, in, lout, out, n, 0);
+	aheadfs_splice_end_write(lout);
+	return ret;
 }
 
 /*
  * The in-kernel copy: one transaction of aheadfs_txn_size() at a time,
  * each announced to the prefetcher first, destination written in order.
- * Stops between transactions on a fatal signal and returns what was
- * copied; an error is returned only if nothing was.
+ * Holes of the source are skipped where that keeps the destination sparse,
+ * except on O_DIRECT files, which are copied byte for byte as the lower's
+ * generic copy does (a skipped hole would leave a write too small to be
+ * aligned).  Stops between transactions on a fatal signal and returns what
+ * was copied; an error is returned only if nothing was.
  */
 static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			    struct file *file_out, loff_t pos_out, size_t len)
@@ -138,28 +106,28 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file_in)->i_sb);
 	struct file *lin = aheadfs_lower_file(file_in);
 	struct file *lout = aheadfs_lower_file(file_out);
+	bool sparse = !((lin->f_flags | lout->f_flags) & O_DIRECT);
 	size_t txn = aheadfs_txn_size(sbi);
 	loff_t end = pos_in + len, start = pos_in;
 	loff_t in = pos_in, out = pos_out;
 	ssize_t ret = 0;
-	size_t bufsz;
-	void *buf;
-
-	buf = copy_buf(min_t(size_t, txn, len), &bufsz);
-	if (!buf)
-		return -ENOMEM;
 
 	while (in < end) {
-		loff_t data = next_data(lin, in, end, lout, out);
 		size_t n;
 		ssize_t w;
 
-		out += data - in;
-		in = data;
-		n = min_t(u64, txn, next_hole(lin, in, end) - in);
+		if (sparse) {
+			loff_t data = next_data(lin, in, end, lout, out);
+
+			out += data - in;
+			in = data;
+			n = min_t(u64, txn, next_hole(lin, in, end) - in);
+		} else {
+			n = min_t(u64, txn, end - in);
+		}
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_txns);
 		aheadfs_prefetch_request(file_in, in, n);
-		w = copy_txn(lin, &in, lout, &out, n, buf, bufsz);
+		w = copy_txn(lin, &in, lout, &out, n);
 		if (w <= 0) {
 			ret = w;
 			break;
@@ -167,7 +135,6 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 		if ((size_t)w < n || fatal_signal_pending(current))
 			break;
 	}
-	kvfree(buf);
 
 	if (in > start)
 		return in - start;
@@ -191,6 +158,14 @@ ssize_t aheadfs_copy_file_range(struct file *file_in, loff_t pos_in,
 		ret = -EINVAL;
 		goto out;
 	}
+	/*
+	 * The VFS refuses overlapping ranges of one file, but two aheadfs
+	 * mounts of one lower give one lower file two inodes of ours.
+	 */
+	ret = -EINVAL;
+	if (file_inode(lin) == file_inode(lout) && pos_out < pos_in + len &&
+	    pos_in < pos_out + len)
+		goto out;
 	/*
 	 * The VFS made the checks a native filesystem gets (modes, types,
 	 * O_APPEND, immutable, swapfiles, overlap, clamping to EOF) on our

@@ -34,7 +34,30 @@ static void aheadfs_d_release(struct dentry *dentry)
 	if (!di)
 		return;
 	path_put(&di->lower);
-	kfree(di);
+	/* An RCU walk may still be reading it (aheadfs_d_revalidate). */
+	kfree_rcu(di, rcu);
+}
+
+/*
+ * Compare our name with the lower dentry's without its d_lock.  A rename in
+ * the lower may change the name under us: d_seq tells, and the name and
+ * length are only trusted as a pair read inside one d_seq section.  An old
+ * name stays readable until an RCU grace period has passed.  Anything in
+ * doubt drops the walk to ref-walk.
+ */
+static int same_name_rcu(const struct dentry *dentry,
+			 const struct dentry *lower)
+{
+	unsigned int seq = read_seqcount_begin(&lower->d_seq);
+	const unsigned char *name = READ_ONCE(lower->d_name.name);
+	unsigned int len = READ_ONCE(lower->d_name.len);
+
+	if (read_seqcount_retry(&lower->d_seq, seq))
+		return -ECHILD;
+	if (len != dentry->d_name.len ||
+	    memcmp(name, dentry->d_name.name, len))
+		return -ECHILD;
+	return read_seqcount_retry(&lower->d_seq, seq) ? -ECHILD : 1;
 }
 
 /*
@@ -63,13 +86,8 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 	if (READ_ONCE(lower->d_parent) != pdi->lower.dentry)
 		return 0;
 
-	if (rcu) {
-		/* Names are freed through RCU: a torn read only mismatches. */
-		same_name = READ_ONCE(lower->d_name.len) == dentry->d_name.len &&
-			    !memcmp(READ_ONCE(lower->d_name.name),
-				    dentry->d_name.name, dentry->d_name.len);
-		return same_name ? 1 : -ECHILD;
-	}
+	if (rcu)
+		return same_name_rcu(dentry, lower);
 	spin_lock(&lower->d_lock);
 	same_name = lower->d_name.len == dentry->d_name.len &&
 		    !memcmp(lower->d_name.name, dentry->d_name.name,
@@ -99,6 +117,9 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (!rcu)
 		t0 = aheadfs_op_begin();
 	ret = check_lower(dentry, lower, rcu);
+	/* A verdict of invalid is given, and counted, in ref-walk only. */
+	if (ret == 0 && rcu)
+		return -ECHILD;
 	if (ret <= 0)
 		goto out;
 

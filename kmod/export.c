@@ -15,6 +15,14 @@ static struct dentry *lower_root(struct super_block *sb)
 	return AHEADFS_SB(sb)->lower.dentry;
 }
 
+/* Over the root of its filesystem, every file of that filesystem is ours. */
+static bool lower_is_fs_root(struct super_block *sb)
+{
+	struct dentry *root = lower_root(sb);
+
+	return root == root->d_sb->s_root;
+}
+
 static int lower_encode(struct inode *lower, u32 *fh, int *max_len,
 			struct inode *lower_parent)
 {
@@ -33,26 +41,50 @@ static int lower_encode(struct inode *lower, u32 *fh, int *max_len,
  * after the dentry cache is dropped or aheadfs is mounted again over the
  * same lower.  A handle too large for @max_len yields FILEID_INVALID with
  * the size needed in *max_len, as the lower reports it.
+ *
+ * When the lower directory is not the root of its filesystem, a file's
+ * handle carries its lower parent (the lower's connectable encoding), even
+ * if the caller did not ask for one: decoded after a cache drop, the file is
+ * then reconnected through that parent and proved to lie under the lower
+ * directory (lower_acceptable).  Like nfsd's subtree_check, a file moved to
+ * another directory gets a new handle, and its old one is stale.
  */
 static int aheadfs_encode_fh(struct inode *inode, u32 *fh, int *max_len,
 			     struct inode *parent)
 {
-	return lower_encode(aheadfs_lower_inode(inode), fh, max_len,
+	struct dentry *alias = NULL, *dir = NULL;
+	int type;
+
+	if (!parent && !S_ISDIR(inode->i_mode) &&
+	    !lower_is_fs_root(inode->i_sb)) {
+		/* A file unlinked while open has no hashed alias: no parent. */
+		alias = d_find_alias(inode);
+		if (alias) {
+			dir = dget_parent(alias);
+			parent = d_inode(dir);
+		}
+	}
+	type = lower_encode(aheadfs_lower_inode(inode), fh, max_len,
 			    parent ? aheadfs_lower_inode(parent) : NULL);
+	dput(dir);
+	dput(alias);
+	return type;
 }
 
 /*
- * A directory must lie under the lower directory of this mount, or a handle
- * would open a way out of it.  exportfs has connected it before asking.
- * Other files are taken as they come, like nfsd's no_subtree_check on any
- * filesystem: a disconnected file has no path to check (see
- * Documentation/copy-offload.rst).
+ * Every file must lie under the lower directory of this mount, or a handle
+ * would open a way out of it.  exportfs has connected a directory before
+ * asking.  A file that is disconnected (decoded after a cache drop) is not
+ * acceptable as it is: exportfs then reconnects it through the parent its
+ * handle carries (aheadfs_encode_fh) and asks again; with no parent in the
+ * handle it is refused, ESTALE.  A file unlinked while still open keeps its
+ * last parent, so it is found as long as it is open, as on the lower.
  */
 static int lower_acceptable(void *context, struct dentry *lower)
 {
 	struct super_block *sb = context;
 
-	if (!d_is_dir(lower))
+	if (lower_is_fs_root(sb))
 		return 1;
 	return is_subdir(lower, lower_root(sb));
 }
@@ -168,13 +200,20 @@ out:
 	return dentry;
 }
 
+/*
+ * The aheadfs dentry for an acceptable lower dentry: connected by name
+ * where the lower has a path to it, else (a file over a whole-filesystem
+ * lower after a cache drop, or unlinked while open) a disconnected alias.
+ */
 static struct dentry *upper_dentry(struct super_block *sb,
 				   struct dentry *lower)
 {
 	struct dentry *upper;
 
 	upper = connect(sb, dget(lower));
-	if (upper == ERR_PTR(-EXDEV) && !d_is_dir(lower))
+	if (!d_is_dir(lower) &&
+	    (upper == ERR_PTR(-EXDEV) ||
+	     (upper == ERR_PTR(-ESTALE) && d_unhashed(lower))))
 		return anon_alias(sb, lower);
 	dput(lower);
 	if (upper == ERR_PTR(-EXDEV))

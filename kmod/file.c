@@ -6,7 +6,9 @@
  */
 #include <linux/slab.h>
 #include <linux/file.h>
+#include <linux/fcntl.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/uio.h>
 #include <linux/fs_stack.h>
 #include <linux/fadvise.h>
@@ -62,6 +64,19 @@ static void aio_complete(struct kiocb *iocb, long res)
 }
 
 /*
+ * The lower's freeze protection for a write: waited for, or with
+ * IOCB_NOWAIT (io_uring's inline attempt, RWF_NOWAIT) only tried.
+ */
+static bool start_write(struct file *lower, bool nowait)
+{
+	if (!nowait) {
+		file_start_write(lower);
+		return true;
+	}
+	return file_start_write_trylock(lower);
+}
+
+/*
  * Forward one request to the lower file.  A synchronous iocb is served in
  * place; an async one returns -EIOCBQUEUED and completes the caller's iocb
  * when the lower request completes.
@@ -69,6 +84,7 @@ static void aio_complete(struct kiocb *iocb, long res)
 ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 			 struct iov_iter *iter, int rw)
 {
+	bool nowait = iocb->ki_flags & IOCB_NOWAIT;
 	struct aheadfs_aio *aio;
 	struct kiocb lk;
 	ssize_t ret;
@@ -77,7 +93,8 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 		kiocb_clone(&lk, iocb, lower);
 		lk.ki_flags &= ~IOCB_DIO_CALLER_COMP;
 		if (rw == WRITE) {
-			file_start_write(lower);
+			if (!start_write(lower, nowait))
+				return -EAGAIN;
 			ret = vfs_iocb_iter_write(lower, &lk, iter);
 			file_end_write(lower);
 		} else {
@@ -87,9 +104,14 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 		return ret;
 	}
 
-	aio = kmem_cache_zalloc(aheadfs_aio_cachep, GFP_KERNEL);
+	aio = kmem_cache_zalloc(aheadfs_aio_cachep,
+				nowait ? GFP_NOWAIT : GFP_KERNEL);
 	if (!aio)
-		return -ENOMEM;
+		return nowait ? -EAGAIN : -ENOMEM;
+	if (rw == WRITE && !start_write(lower, nowait)) {
+		kmem_cache_free(aheadfs_aio_cachep, aio);
+		return -EAGAIN;
+	}
 	kiocb_clone(&aio->iocb, iocb, get_file(lower));
 	aio->iocb.ki_flags &= ~IOCB_DIO_CALLER_COMP;
 	aio->iocb.ki_complete = aio_complete;
@@ -97,7 +119,8 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 	aio->write = rw == WRITE;
 	refcount_set(&aio->ref, 2);
 	if (aio->write) {
-		kiocb_start_write(&aio->iocb);
+		/* Completion, in another context, ends the freeze protection. */
+		__sb_writers_release(file_inode(lower)->i_sb, SB_FREEZE_WRITE);
 		ret = vfs_iocb_iter_write(lower, &aio->iocb, iter);
 	} else {
 		ret = vfs_iocb_iter_read(lower, &aio->iocb, iter);
@@ -204,6 +227,13 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	file->f_mode |= lower->f_mode & (FMODE_CAN_ODIRECT | FMODE_NOWAIT);
 
 	if (S_ISREG(inode->i_mode)) {
+		/*
+		 * What the VFS does to the file's pages without asking us
+		 * (sync_file_range(2)) reaches the lower's, which are the
+		 * only ones; write-back errors are reported from there on.
+		 */
+		file->f_mapping = lower->f_mapping;
+		file->f_wb_err = filemap_sample_wb_err(file->f_mapping);
 		aheadfs_copy_attr(inode);
 		err = aheadfs_prefetch_open(file);
 		if (err)
@@ -238,11 +268,53 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 static int aheadfs_flush(struct file *file, fl_owner_t id)
 {
 	struct file *lower = aheadfs_lower_file(file);
+	int err = 0;
 
 	/* NFS lowers write back on close (close-to-open consistency). */
 	if (lower->f_op->flush)
-		return lower->f_op->flush(lower, id);
-	return 0;
+		err = lower->f_op->flush(lower, id);
+	/* A close drops the closer's POSIX locks, which live on the lower. */
+	locks_remove_posix(lower, id);
+	return err;
+}
+
+/*
+ * Locks live on the lower inode, so that they conflict with locks taken on
+ * the lower directly, through another aheadfs mount, or (on NFS) by other
+ * clients of the server.  The request is aimed at the lower file: a lower's
+ * ->lock (NFS, lockd) reaches its open state through it, and a flock or OFD
+ * lock, owned by the open file, is then owned by the lower file, whose last
+ * close (at our release) drops it.  POSIX locks keep their owner, the
+ * caller's files_struct, and go at each close (aheadfs_flush).
+ */
+static void aim_lock(struct file_lock *fl, struct file *file,
+		     struct file *lower)
+{
+	aheadfs_lock_core_t *c = aheadfs_fl_core(fl);
+
+	if (aheadfs_flc(c, owner) == (fl_owner_t)file)
+		aheadfs_flc(c, owner) = (fl_owner_t)lower;
+	aheadfs_flc(c, file) = lower;
+}
+
+static int aheadfs_lock(struct file *file, int cmd, struct file_lock *fl)
+{
+	struct file *lower = aheadfs_lower_file(file);
+
+	aim_lock(fl, file, lower);
+	if (IS_GETLK(cmd))
+		return vfs_test_lock(lower, fl);
+	return vfs_lock_file(lower, cmd, fl, NULL);
+}
+
+static int aheadfs_flock(struct file *file, int cmd, struct file_lock *fl)
+{
+	struct file *lower = aheadfs_lower_file(file);
+
+	aim_lock(fl, file, lower);
+	if (lower->f_op->flock)
+		return lower->f_op->flock(lower, cmd, fl);
+	return locks_lock_file_wait(lower, fl);
 }
 
 static int aheadfs_fsync(struct file *file, loff_t start, loff_t end,
@@ -359,6 +431,9 @@ static int aheadfs_iterate_shared(struct file *file, struct dir_context *ctx)
 	.fsync		= aheadfs_fsync,				\
 	.fallocate	= aheadfs_fallocate,				\
 	.fadvise	= aheadfs_fadvise,				\
+	.lock		= aheadfs_lock,					\
+	.flock		= aheadfs_flock,				\
+	.setlease	= simple_nosetlease,				\
 	.copy_file_range = aheadfs_copy_file_range
 
 /*
@@ -382,6 +457,10 @@ const struct file_operations aheadfs_dir_fops = {
 	.read		= generic_read_dir,
 	.iterate_shared	= aheadfs_iterate_shared,
 	.fsync		= aheadfs_fsync,
+	.flush		= aheadfs_flush,
+	.lock		= aheadfs_lock,
+	.flock		= aheadfs_flock,
+	.setlease	= simple_nosetlease,
 };
 
 /*

@@ -21,14 +21,43 @@ static aheadfs_idmap_t *lower_idmap(struct super_block *sb)
 }
 
 /*
+ * The lower's inode flags that mean the same on ours, where the VFS checks
+ * them (append-only, immutable, sync, dirsync, noatime, and an active
+ * swapfile, which the VFS refuses to copy, truncate or fallocate).  The rest
+ * belong to the lower inode's own machinery and would lie, or oops, on ours:
+ * S_AUTOMOUNT (the VFS would call a d_automount we do not have), S_PRIVATE,
+ * S_DAX, S_NOSEC, S_KERNEL_FILE and the like.
+ */
+#define AHEADFS_COPY_I_FLAGS \
+	(S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE | S_DIRSYNC | S_SWAPFILE)
+
+/*
  * Refresh the attributes the VFS reads from our inode, and restart the
- * attribute cache: the mount's own changes invalidate it.
+ * attribute cache: the mount's own changes invalidate it.  On a nosuid
+ * lower mount a file's set-id bits are hidden from our inode, which is what
+ * exec reads, so that running it through aheadfs gains nothing that running
+ * it directly would not; getattr still reports the lower's mode.
  */
 void aheadfs_copy_attr(struct inode *inode)
 {
 	struct inode *lower = aheadfs_lower_inode(inode);
+	struct vfsmount *mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
+	umode_t mode = READ_ONCE(lower->i_mode);
+	unsigned int flags;
 
-	fsstack_copy_attr_all(inode, lower);
+	WRITE_ONCE(AHEADFS_I(inode)->lower_mode, mode);
+	if (S_ISREG(mode) && (READ_ONCE(mnt->mnt_flags) & MNT_NOSUID))
+		mode &= ~(S_ISUID | S_ISGID);
+	inode->i_mode = mode;
+	inode->i_uid = lower->i_uid;
+	inode->i_gid = lower->i_gid;
+	inode->i_rdev = lower->i_rdev;
+	inode->i_blkbits = lower->i_blkbits;
+	fsstack_copy_attr_times(inode, lower);
+	set_nlink(inode, READ_ONCE(lower->i_nlink));
+	flags = READ_ONCE(inode->i_flags) & ~AHEADFS_COPY_I_FLAGS;
+	flags |= READ_ONCE(lower->i_flags) & AHEADFS_COPY_I_FLAGS;
+	WRITE_ONCE(inode->i_flags, flags);
 	fsstack_copy_inode_size(inode, lower);
 	WRITE_ONCE(AHEADFS_I(inode)->attr_time, jiffies);
 }
@@ -64,6 +93,9 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 	inode->i_ino = lower->i_ino;
 	inode->i_generation = lower->i_generation;
 	inode->i_mapping->a_ops = &aheadfs_aops;
+	/* The lower owns its ACLs; a copy cached here would go stale. */
+	inode->i_acl = ACL_DONT_CACHE;
+	inode->i_default_acl = ACL_DONT_CACHE;
 	aheadfs_copy_attr(inode);
 
 	switch (lower->i_mode & S_IFMT) {
@@ -86,6 +118,19 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 	}
 	unlock_new_inode(inode);
 	return inode;
+}
+
+/*
+ * Lower dentries aheadfs does not stack over: an automount point (debugfs's
+ * tracing, an NFSv4 server's submount) or a managed transit point would need
+ * the lower's d_automount/d_manage on our dentry, and a directory without a
+ * ->lookup cannot be walked.  Refused with EREMOTE, as overlayfs does.
+ */
+static bool lower_weird(struct dentry *lower)
+{
+	if (lower->d_flags & (DCACHE_NEED_AUTOMOUNT | DCACHE_MANAGE_TRANSIT))
+		return true;
+	return d_is_dir(lower) && !d_can_lookup(lower);
 }
 
 static struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
@@ -113,6 +158,13 @@ static struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
 				    lower_parent, dentry->d_name.len);
 	if (IS_ERR(lower)) {
 		ret = lower;
+		goto out_dput;
+	}
+	if (lower_weird(lower)) {
+		aheadfs_err_ratelimited("%pd: an automount point in the lower, not stacked (EREMOTE)\n",
+					lower);
+		dput(lower);
+		ret = ERR_PTR(-EREMOTE);
 		goto out_dput;
 	}
 	lower_path.mnt = mntget(AHEADFS_SB(sb)->lower.mnt);
@@ -203,97 +255,95 @@ static void dir_changed(struct inode *dir)
 	aheadfs_copy_attr(dir);
 }
 
-static int aheadfs_create(aheadfs_idmap_t *idmap, struct inode *dir,
-			  struct dentry *dentry, umode_t mode, bool excl)
+/* What a create-type operation makes in the lower. */
+struct new_object {
+	enum aheadfs_meta_op op;
+	umode_t mode;
+	dev_t rdev;		/* mknod */
+	const char *target;	/* symlink */
+	bool excl;		/* create */
+};
+
+static int make_object(struct inode *dir, struct dentry *dentry,
+		       const struct new_object *obj)
 {
-	struct dentry *lower_parent;
+	aheadfs_idmap_t *idmap = lower_idmap(dir->i_sb);
+	struct dentry *lower_parent, *lower;
+	struct inode *ldir;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
+	err = aheadfs_want_write(dir->i_sb);
+	if (err)
+		goto out;
 	lower_parent = lock_lower_parent(dentry);
 	if (IS_ERR(lower_parent)) {
 		err = PTR_ERR(lower_parent);
-		goto out;
+		goto out_drop;
 	}
-	err = vfs_create(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			 aheadfs_lower_dentry(dentry), mode, excl);
+	ldir = d_inode(lower_parent);
+	lower = aheadfs_lower_dentry(dentry);
+	switch (obj->op) {
+	case AHEADFS_OP_create:
+		err = vfs_create(idmap, ldir, lower, obj->mode, obj->excl);
+		break;
+	case AHEADFS_OP_mkdir:
+		err = vfs_mkdir(idmap, ldir, lower, obj->mode);
+		break;
+	case AHEADFS_OP_mknod:
+		err = vfs_mknod(idmap, ldir, lower, obj->mode, obj->rdev);
+		break;
+	default:
+		err = vfs_symlink(idmap, ldir, lower, obj->target);
+		break;
+	}
 	if (!err)
 		err = instantiate(dentry, lower_parent);
 	dir_changed(dir);
 	unlock_lower_parent(lower_parent);
+out_drop:
+	aheadfs_drop_write(dir->i_sb);
 out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_create, d_inode(dentry), t0, err);
+	aheadfs_op_end(dir->i_sb, obj->op, d_inode(dentry), t0, err);
 	return err;
+}
+
+static int aheadfs_create(aheadfs_idmap_t *idmap, struct inode *dir,
+			  struct dentry *dentry, umode_t mode, bool excl)
+{
+	struct new_object obj = {
+		.op = AHEADFS_OP_create, .mode = mode, .excl = excl,
+	};
+
+	return make_object(dir, dentry, &obj);
 }
 
 static int aheadfs_mkdir(aheadfs_idmap_t *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode)
 {
-	struct dentry *lower_parent;
-	u64 t0 = aheadfs_op_begin();
-	int err;
+	struct new_object obj = { .op = AHEADFS_OP_mkdir, .mode = mode };
 
-	lower_parent = lock_lower_parent(dentry);
-	if (IS_ERR(lower_parent)) {
-		err = PTR_ERR(lower_parent);
-		goto out;
-	}
-	err = vfs_mkdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			aheadfs_lower_dentry(dentry), mode);
-	if (!err)
-		err = instantiate(dentry, lower_parent);
-	dir_changed(dir);
-	unlock_lower_parent(lower_parent);
-out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_mkdir, d_inode(dentry), t0, err);
-	return err;
+	return make_object(dir, dentry, &obj);
 }
 
 static int aheadfs_mknod(aheadfs_idmap_t *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode, dev_t rdev)
 {
-	struct dentry *lower_parent;
-	u64 t0 = aheadfs_op_begin();
-	int err;
+	struct new_object obj = {
+		.op = AHEADFS_OP_mknod, .mode = mode, .rdev = rdev,
+	};
 
-	lower_parent = lock_lower_parent(dentry);
-	if (IS_ERR(lower_parent)) {
-		err = PTR_ERR(lower_parent);
-		goto out;
-	}
-	err = vfs_mknod(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			aheadfs_lower_dentry(dentry), mode, rdev);
-	if (!err)
-		err = instantiate(dentry, lower_parent);
-	dir_changed(dir);
-	unlock_lower_parent(lower_parent);
-out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_mknod, d_inode(dentry), t0, err);
-	return err;
+	return make_object(dir, dentry, &obj);
 }
 
 static int aheadfs_symlink(aheadfs_idmap_t *idmap, struct inode *dir,
 			   struct dentry *dentry, const char *target)
 {
-	struct dentry *lower_parent;
-	u64 t0 = aheadfs_op_begin();
-	int err;
+	struct new_object obj = {
+		.op = AHEADFS_OP_symlink, .target = target,
+	};
 
-	lower_parent = lock_lower_parent(dentry);
-	if (IS_ERR(lower_parent)) {
-		err = PTR_ERR(lower_parent);
-		goto out;
-	}
-	err = vfs_symlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
-			  aheadfs_lower_dentry(dentry), target);
-	if (!err)
-		err = instantiate(dentry, lower_parent);
-	dir_changed(dir);
-	unlock_lower_parent(lower_parent);
-out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_symlink, d_inode(dentry), t0,
-		       err);
-	return err;
+	return make_object(dir, dentry, &obj);
 }
 
 static int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
@@ -306,10 +356,13 @@ static int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
 	lower_old = aheadfs_get_lower(old_dentry);
 	if (!lower_old)
 		goto out;
+	err = aheadfs_want_write(dir->i_sb);
+	if (err)
+		goto out_dput;
 	lower_parent = lock_lower_parent(new_dentry);
 	if (IS_ERR(lower_parent)) {
 		err = PTR_ERR(lower_parent);
-		goto out_dput;
+		goto out_drop;
 	}
 	err = vfs_link(lower_old, lower_idmap(dir->i_sb),
 		       d_inode(lower_parent), aheadfs_lower_dentry(new_dentry),
@@ -319,6 +372,8 @@ static int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
 	aheadfs_copy_attr(d_inode(old_dentry));
 	dir_changed(dir);
 	unlock_lower_parent(lower_parent);
+out_drop:
+	aheadfs_drop_write(dir->i_sb);
 out_dput:
 	dput(lower_old);
 out:
@@ -327,62 +382,63 @@ out:
 	return err;
 }
 
-static int aheadfs_unlink(struct inode *dir, struct dentry *dentry)
+/*
+ * unlink and rmdir.  On success our dentry is dropped: a negative dentry of
+ * ours would keep the removed lower dentry, and with it the lower inode and
+ * its blocks, until a cache drop.  Dropped, it is freed with its last
+ * reference, at once or at the last close of a file still open.
+ */
+static int remove_object(struct inode *dir, struct dentry *dentry, bool isdir)
 {
 	struct inode *inode = d_inode(dentry);
 	struct dentry *lower_parent, *lower;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
+	err = aheadfs_want_write(dir->i_sb);
+	if (err)
+		goto out;
 	lower_parent = lock_lower_parent(dentry);
 	if (IS_ERR(lower_parent)) {
 		err = PTR_ERR(lower_parent);
-		goto out;
+		goto out_drop;
 	}
 	lower = aheadfs_get_lower(dentry);
-	if (lower) {
+	if (!lower)
+		err = -ENOENT;
+	else if (isdir)
+		err = vfs_rmdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
+				lower);
+	else
 		err = vfs_unlink(lower_idmap(dir->i_sb), d_inode(lower_parent),
 				 lower, NULL);
-		dput(lower);
-	} else {
-		err = -ENOENT;
+	dput(lower);
+	if (!err) {
+		if (isdir)
+			clear_nlink(inode);
+		d_drop(dentry);
 	}
-	/* The lower inode outlives its last link while we hold it. */
-	aheadfs_copy_attr(inode);
+	/* A file's lower inode outlives its last link while it is open. */
+	if (!isdir)
+		aheadfs_copy_attr(inode);
 	dir_changed(dir);
 	unlock_lower_parent(lower_parent);
+out_drop:
+	aheadfs_drop_write(dir->i_sb);
 out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_unlink, inode, t0, err);
+	aheadfs_op_end(dir->i_sb, isdir ? AHEADFS_OP_rmdir : AHEADFS_OP_unlink,
+		       inode, t0, err);
 	return err;
+}
+
+static int aheadfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return remove_object(dir, dentry, false);
 }
 
 static int aheadfs_rmdir(struct inode *dir, struct dentry *dentry)
 {
-	struct inode *inode = d_inode(dentry);
-	struct dentry *lower_parent, *lower;
-	u64 t0 = aheadfs_op_begin();
-	int err;
-
-	lower_parent = lock_lower_parent(dentry);
-	if (IS_ERR(lower_parent)) {
-		err = PTR_ERR(lower_parent);
-		goto out;
-	}
-	lower = aheadfs_get_lower(dentry);
-	if (lower) {
-		err = vfs_rmdir(lower_idmap(dir->i_sb), d_inode(lower_parent),
-				lower);
-		dput(lower);
-	} else {
-		err = -ENOENT;
-	}
-	if (!err)
-		clear_nlink(inode);
-	dir_changed(dir);
-	unlock_lower_parent(lower_parent);
-out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_rmdir, inode, t0, err);
-	return err;
+	return remove_object(dir, dentry, true);
 }
 
 static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
@@ -411,6 +467,9 @@ static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 	lower_old = aheadfs_get_lower(old_dentry);
 	lower_new = dget(aheadfs_lower_dentry(new_dentry));
 	if (!lower_old_parent || !lower_new_parent || !lower_old)
+		goto out_dput;
+	err = aheadfs_want_write(sb);
+	if (err)
 		goto out_dput;
 
 	trap = lock_rename(lower_old_parent, lower_new_parent);
@@ -444,6 +503,7 @@ static int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 		dir_changed(new_dir);
 unlock:
 	unlock_rename(lower_old_parent, lower_new_parent);
+	aheadfs_drop_write(sb);
 out_dput:
 	dput(lower_new);
 	dput(lower_old);
@@ -474,9 +534,15 @@ static int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 		err = -ENOENT;
 		goto out;
 	}
+	err = aheadfs_want_write(dir->i_sb);
+	if (err) {
+		dput(lower_parent.dentry);
+		goto out;
+	}
 	lower_file = aheadfs_tmpfile_open(lower_idmap(dir->i_sb),
 					  &lower_parent, mode, file->f_flags,
 					  current_cred());
+	aheadfs_drop_write(dir->i_sb);
 	dput(lower_parent.dentry);
 	if (IS_ERR(lower_file)) {
 		err = PTR_ERR(lower_file);
@@ -507,8 +573,16 @@ out:
 static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 			      int mask)
 {
-	return inode_permission(lower_idmap(inode->i_sb),
-				aheadfs_lower_inode(inode), mask);
+	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
+	u64 t0 = aheadfs_op_begin();
+	int err;
+
+	/* RCU walk can meet an inode whose eviction has dropped its lower. */
+	if (unlikely(!lower))
+		return (mask & MAY_NOT_BLOCK) ? -ECHILD : -ESTALE;
+	err = inode_permission(lower_idmap(inode->i_sb), lower, mask);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode, t0, err);
+	return err;
 }
 
 static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
@@ -530,6 +604,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 			msecs_to_jiffies(timeout))) {
 		aheadfs_fillattr(idmap, request_mask, inode, stat);
 		stat->blocks = inode->i_blocks;
+		/* The lower's own mode, set-id bits and all (copy_attr). */
+		stat->mode = READ_ONCE(AHEADFS_I(inode)->lower_mode);
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_attr_cache_hits);
 		goto out;
 	}
@@ -572,6 +648,11 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	lower = aheadfs_get_lower(dentry);
 	if (!lower)
 		goto out;
+	err = aheadfs_want_write(dentry->d_sb);
+	if (err) {
+		dput(lower);
+		goto out;
+	}
 	if (lower_ia.ia_valid & ATTR_FILE)
 		lower_ia.ia_file = aheadfs_lower_file(ia->ia_file);
 	/* notify_change() on the lower derives the mode from these itself. */
@@ -581,6 +662,7 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	inode_lock(lower_inode);
 	err = notify_change(lower_idmap(dentry->d_sb), lower, &lower_ia, NULL);
 	inode_unlock(lower_inode);
+	aheadfs_drop_write(dentry->d_sb);
 	dput(lower);
 	aheadfs_copy_attr(inode);
 out:
@@ -628,15 +710,22 @@ static ssize_t aheadfs_listxattr(struct dentry *dentry, char *list,
 	return ret;
 }
 
+/*
+ * FS_IOC_[GS]ETFLAGS and FS_IOC_FS[GS]ETXATTR, the ioctls aheadfs passes on
+ * (counted as op_ioctl); other ioctls are not forwarded.
+ */
 static int aheadfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 {
 	struct dentry *lower = aheadfs_get_lower(dentry);
-	int err;
+	u64 t0 = aheadfs_op_begin();
+	int err = -ENOENT;
 
-	if (!lower)
-		return -ENOENT;
-	err = vfs_fileattr_get(lower, fa);
-	dput(lower);
+	if (lower) {
+		err = vfs_fileattr_get(lower, fa);
+		dput(lower);
+	}
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry), t0,
+		       err);
 	return err;
 }
 
@@ -644,13 +733,21 @@ static int aheadfs_fileattr_set(aheadfs_idmap_t *idmap,
 				struct dentry *dentry, struct fileattr *fa)
 {
 	struct dentry *lower = aheadfs_get_lower(dentry);
-	int err;
+	u64 t0 = aheadfs_op_begin();
+	int err = -ENOENT;
 
 	if (!lower)
-		return -ENOENT;
-	err = vfs_fileattr_set(lower_idmap(dentry->d_sb), lower, fa);
+		goto out;
+	err = aheadfs_want_write(dentry->d_sb);
+	if (!err) {
+		err = vfs_fileattr_set(lower_idmap(dentry->d_sb), lower, fa);
+		aheadfs_drop_write(dentry->d_sb);
+	}
 	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
+out:
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry), t0,
+		       err);
 	return err;
 }
 
@@ -693,19 +790,41 @@ static int aheadfs_set_acl(aheadfs_idmap_t *idmap, struct dentry *dentry,
 
 	if (!lower)
 		return -ENOENT;
+	err = aheadfs_want_write(dentry->d_sb);
+	if (err)
+		goto out;
 	if (acl)
 		err = vfs_set_acl(lower_idmap(dentry->d_sb), lower,
 				  acl_name(type), acl);
 	else
 		err = vfs_remove_acl(lower_idmap(dentry->d_sb), lower,
 				     acl_name(type));
+	aheadfs_drop_write(dentry->d_sb);
+out:
 	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
 	return err;
 }
 
-#define AHEADFS_ACL_IOPS			\
-	.get_acl	= aheadfs_get_acl,	\
+/*
+ * For callers that have an inode but no dentry (nfsd's ACL attributes).
+ * Never cached here (ACL_DONT_CACHE): the lower's own cache is the one.
+ */
+static struct posix_acl *aheadfs_get_inode_acl(struct inode *inode, int type,
+					       bool rcu)
+{
+	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
+
+	if (rcu)
+		return ERR_PTR(-ECHILD);
+	if (!lower)
+		return ERR_PTR(-ESTALE);
+	return get_inode_acl(lower, type);
+}
+
+#define AHEADFS_ACL_IOPS				\
+	.get_inode_acl	= aheadfs_get_inode_acl,	\
+	.get_acl	= aheadfs_get_acl,		\
 	.set_acl	= aheadfs_set_acl,
 #else
 /* Before vfs_set_acl(), ACL xattrs reach the catch-all handler below. */
@@ -780,11 +899,17 @@ static int aheadfs_xattr_set(const struct xattr_handler *handler,
 
 	if (!lower)
 		goto out;
+	err = aheadfs_want_write(inode->i_sb);
+	if (err) {
+		dput(lower);
+		goto out;
+	}
 	if (value)
 		err = vfs_setxattr(lower_idmap(inode->i_sb), lower, name,
 				   value, size, flags);
 	else
 		err = vfs_removexattr(lower_idmap(inode->i_sb), lower, name);
+	aheadfs_drop_write(inode->i_sb);
 	dput(lower);
 	aheadfs_copy_attr(inode);
 out:

@@ -151,7 +151,11 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	u64 txns = 0;
 	ssize_t ret;
 
-	if (cached && !(iocb->ki_flags & IOCB_NOIO))
+	/*
+	 * Issuing the window allocates pages and submits I/O: not for a
+	 * caller that must not block (IOCB_NOWAIT) or must not start I/O.
+	 */
+	if (cached && !(iocb->ki_flags & (IOCB_NOIO | IOCB_NOWAIT)))
 		aheadfs_prefetch_request(file, pos, count);
 
 	if (is_sync_kiocb(iocb)) {

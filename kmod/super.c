@@ -160,6 +160,7 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 		return NULL;
 	ai->lower = NULL;
 	ai->attr_time = 0;
+	ai->lower_mode = 0;
 	return &ai->vfs_inode;
 }
 
@@ -270,6 +271,15 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	lower_sb = sbi->lower.mnt->mnt_sb;
 	sbi->lower_sb = lower_sb;
 
+	/*
+	 * An idmapped lower would need every attribute, ACL and owner
+	 * mapped on the way up and back down; aheadfs refuses it instead
+	 * (and its own mounts cannot be idmapped: no FS_ALLOW_IDMAP).
+	 */
+	if (is_idmapped_mnt(sbi->lower.mnt))
+		return invalfc(fc, "lower %s is an idmapped mount: not supported",
+			       fc->source);
+
 	sb->s_stack_depth = lower_sb->s_stack_depth + 1;
 	if (sb->s_stack_depth > FILESYSTEM_MAX_STACK_DEPTH)
 		return invalfc(fc, "lower %s is stacked too deep (max %d)",
@@ -284,6 +294,17 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize = lower_sb->s_blocksize;
 	sb->s_blocksize_bits = lower_sb->s_blocksize_bits;
 	sb->s_flags |= lower_sb->s_flags & SB_POSIXACL;
+	/*
+	 * The lower mount's noexec and nodev hold through aheadfs: exec,
+	 * PROT_EXEC mappings and device opens check our superblock.
+	 * (nosuid is applied to each inode's mode: see aheadfs_copy_attr.)
+	 */
+	if ((sbi->lower.mnt->mnt_flags & MNT_NOEXEC) ||
+	    (lower_sb->s_iflags & SB_I_NOEXEC))
+		sb->s_iflags |= SB_I_NOEXEC;
+	if ((sbi->lower.mnt->mnt_flags & MNT_NODEV) ||
+	    (lower_sb->s_iflags & SB_I_NODEV))
+		sb->s_iflags |= SB_I_NODEV;
 	if (lower_sb->s_export_op && lower_sb->s_export_op->fh_to_dentry &&
 	    aheadfs_export_ops.fh_to_dentry)
 		sb->s_export_op = &aheadfs_export_ops;
@@ -362,7 +383,6 @@ static struct file_system_type aheadfs_fs_type = {
 	.init_fs_context	= aheadfs_init_fs_context,
 	.parameters		= aheadfs_param_specs,
 	.kill_sb		= aheadfs_kill_sb,
-	.fs_flags		= FS_ALLOW_IDMAP,
 };
 MODULE_ALIAS_FS(AHEADFS_NAME);
 

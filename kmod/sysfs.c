@@ -248,8 +248,16 @@ int aheadfs_sysfs_add(struct super_block *sb)
 	err = kobject_init_and_add(&sbi->kobj, &aheadfs_ktype,
 				   aheadfs_root_kobj, "%u:%u",
 				   MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	if (err) {
+		/* Initialised but not added: only the put, then its release. */
+		pr_err(AHEADFS_NAME ": %u:%u: sysfs directory not created (error %d)\n",
+		       MAJOR(sb->s_dev), MINOR(sb->s_dev), err);
+		kobject_put(&sbi->kobj);
+		wait_for_completion(&sbi->kobj_released);
+		return err;
+	}
 	sbi->kobj_added = true;
-	return err;
+	return 0;
 }
 
 void aheadfs_sysfs_del(struct super_block *sb)

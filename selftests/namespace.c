@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -396,6 +397,28 @@ TEST_F(ns, op_counters)
 	EXPECT_EQ(c0 + 2, ahfs_stat(&self->fs, "op_create"));
 	EXPECT_EQ(u0 + 1, ahfs_stat(&self->fs, "op_unlink"));
 	EXPECT_EQ(m0 + 1, ahfs_stat(&self->fs, "op_mkdir"));
+}
+
+/* Permission checks of a walk, and the ioctls passed on, are counted too. */
+TEST_F(ns, permission_and_ioctl_counted)
+{
+	char m[PATH_MAX];
+	long long p0, i0;
+	struct stat st;
+	int fd, flags;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "pd"), 0755));
+	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "pd/f"), "x"));
+	p0 = ahfs_stat(&self->fs, "op_permission");
+	i0 = ahfs_stat(&self->fs, "op_ioctl");
+	ASSERT_LE(0, p0);
+	ASSERT_EQ(0, stat(ahfs_m(&self->fs, m, "pd/f"), &st));
+	EXPECT_LT(p0, ahfs_stat(&self->fs, "op_permission"));
+	fd = open(m, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	close(fd);
+	EXPECT_EQ(i0 + 1, ahfs_stat(&self->fs, "op_ioctl"));
 }
 
 TEST_HARNESS_MAIN
