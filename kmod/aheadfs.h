@@ -307,7 +307,10 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 /* prefetch.c */
 int aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
-void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count);
+void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
+			      bool nowait);
+int aheadfs_prefetch_init(void);
+void aheadfs_prefetch_exit(void);
 
 /* copy.c */
 ssize_t aheadfs_copy_file_range(struct file *file_in, loff_t pos_in,

@@ -46,10 +46,17 @@ static void aio_put(struct aheadfs_aio *aio)
 	}
 }
 
+/*
+ * May run in interrupt context (a direct I/O completion): only the size is
+ * refreshed here, which the VFS checks copy_file_range and the like against.
+ */
 static void aio_cleanup(struct aheadfs_aio *aio)
 {
-	if (aio->write)
+	if (aio->write) {
 		kiocb_end_write(&aio->iocb);
+		fsstack_copy_inode_size(file_inode(aio->orig->ki_filp),
+					file_inode(aio->iocb.ki_filp));
+	}
 	aio->orig->ki_pos = aio->iocb.ki_pos;
 }
 

@@ -11,6 +11,8 @@
 #include <linux/backing-dev.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/file.h>
+#include <linux/workqueue.h>
 #include "aheadfs.h"
 #include "window.h"
 #include "trace.h"
@@ -151,7 +153,59 @@ static void issue(struct file *file, struct file *lower, u64 start, u64 end,
 	}
 }
 
-void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count)
+/*
+ * A reader that must not block (IOCB_NOWAIT) still moves its window; the
+ * chunks it plans are issued by a worker, which holds the file until done.
+ */
+struct pf_work {
+	struct work_struct work;
+	struct file *file;
+	u64 start, end, txn, win;
+};
+
+static struct workqueue_struct *aheadfs_pf_wq;
+
+static void pf_work_fn(struct work_struct *work)
+{
+	struct pf_work *pw = container_of(work, struct pf_work, work);
+
+	issue(pw->file, aheadfs_lower_file(pw->file), pw->start, pw->end,
+	      pw->txn, pw->win);
+	fput(pw->file);
+	kfree(pw);
+}
+
+static void issue_async(struct file *file, u64 start, u64 end, u64 txn,
+			u64 win)
+{
+	struct pf_work *pw = kmalloc(sizeof(*pw), GFP_NOWAIT | __GFP_NOWARN);
+
+	/* Prefetch is advice: without memory to ask, it is not asked. */
+	if (!pw)
+		return;
+	INIT_WORK(&pw->work, pf_work_fn);
+	pw->file = get_file(file);
+	pw->start = start;
+	pw->end = end;
+	pw->txn = txn;
+	pw->win = win;
+	queue_work(aheadfs_pf_wq, &pw->work);
+}
+
+int aheadfs_prefetch_init(void)
+{
+	aheadfs_pf_wq = alloc_workqueue("aheadfs_pf", WQ_UNBOUND, 0);
+	return aheadfs_pf_wq ? 0 : -ENOMEM;
+}
+
+/* Every queued chunk has been issued, and its file reference dropped. */
+void aheadfs_prefetch_exit(void)
+{
+	destroy_workqueue(aheadfs_pf_wq);
+}
+
+void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
+			      bool nowait)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
 	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
@@ -189,7 +243,10 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count)
 	spin_unlock(&pf->lock);
 
 	window_gauge(sbi, plan.win_delta);
-	if (plan.issue_end > plan.issue_start)
+	if (plan.issue_end > plan.issue_start && nowait)
+		issue_async(file, plan.issue_start, plan.issue_end, rq.txn,
+			    plan.win);
+	else if (plan.issue_end > plan.issue_start)
 		issue(file, lower, plan.issue_start, plan.issue_end, rq.txn,
 		      plan.win);
 	/* What this request reads of earlier prefetch: still there, or lost. */

@@ -152,11 +152,13 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	ssize_t ret;
 
 	/*
-	 * Issuing the window allocates pages and submits I/O: not for a
-	 * caller that must not block (IOCB_NOWAIT) or must not start I/O.
+	 * Issuing the window allocates pages and submits I/O: a caller that
+	 * must not block (IOCB_NOWAIT) has it done by a worker, one that must
+	 * not start I/O (IOCB_NOIO) has none.
 	 */
-	if (cached && !(iocb->ki_flags & (IOCB_NOIO | IOCB_NOWAIT)))
-		aheadfs_prefetch_request(file, pos, count);
+	if (cached && !(iocb->ki_flags & IOCB_NOIO))
+		aheadfs_prefetch_request(file, pos, count,
+					 iocb->ki_flags & IOCB_NOWAIT);
 
 	if (is_sync_kiocb(iocb)) {
 		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi), cached,
@@ -174,7 +176,12 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 		ret = aheadfs_lower_rw(iocb, lower, to, READ);
 	}
 
-	account(sbi, ret, txns, &pr);
+	/*
+	 * A non-blocking attempt that would have blocked is retried in full
+	 * (io_uring's worker, the caller): count the request once, there.
+	 */
+	if (!((iocb->ki_flags & IOCB_NOWAIT) && ret == -EAGAIN))
+		account(sbi, ret, txns, &pr);
 	if (tr)
 		trace_aheadfs_read(inode->i_ino, pos, count, pr.present,
 				   pr.absent, ktime_get_ns() - tr, ret,

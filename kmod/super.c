@@ -407,9 +407,12 @@ static int __init aheadfs_init(void)
 	err = aheadfs_file_init();
 	if (err)
 		goto out_inode_cache;
-	err = aheadfs_sysfs_init();
+	err = aheadfs_prefetch_init();
 	if (err)
 		goto out_file;
+	err = aheadfs_sysfs_init();
+	if (err)
+		goto out_prefetch;
 	err = register_filesystem(&aheadfs_fs_type);
 	if (err)
 		goto out_sysfs;
@@ -417,6 +420,8 @@ static int __init aheadfs_init(void)
 
 out_sysfs:
 	aheadfs_sysfs_exit();
+out_prefetch:
+	aheadfs_prefetch_exit();
 out_file:
 	aheadfs_file_exit();
 out_inode_cache:
@@ -428,6 +433,7 @@ static void __exit aheadfs_exit(void)
 {
 	unregister_filesystem(&aheadfs_fs_type);
 	aheadfs_sysfs_exit();
+	aheadfs_prefetch_exit();
 	aheadfs_file_exit();
 	/* Inodes are freed through RCU; wait before destroying their cache. */
 	rcu_barrier();

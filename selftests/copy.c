@@ -7,6 +7,7 @@
  */
 #include "aheadfs_test.h"
 
+#include <liburing.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sched.h>
@@ -369,7 +370,7 @@ TEST_F(xcopy, enospc_returns_short_count)
  * the source, the bytes copied are what the stats report, and no
  * transaction began after the last one that copied anything.
  */
-TEST_F(xcopy, fatal_signal_stops_between_transactions)
+TEST_F_TIMEOUT(xcopy, fatal_signal_stops_between_transactions, 180)
 {
 	const off_t size = 64 << 20;
 	char src[PATH_MAX], dst[PATH_MAX];
@@ -443,6 +444,78 @@ static void remap_both(int in, int out, int res[5])
 	res[2] = ioctl(in, FIDEDUPERANGE, &d.r);
 	res[3] = errno;
 	res[4] = d.info.status;
+}
+
+/*
+ * Two aheadfs mounts of one lower give one lower file two aheadfs inodes:
+ * the VFS's overlap check cannot see it, aheadfs must, as the lower would.
+ */
+TEST_F(copy, overlap_across_two_mounts_refused)
+{
+	char mnt2[PATH_MAX], p2[PATH_MAX];
+	unsigned char buf[65536];
+	loff_t pin, pout;
+	int in, out;
+
+	ASSERT_EQ(0, ahfs_make_file(self->src, sizeof(buf)));
+	ahfs_fmt(mnt2, sizeof(mnt2), "%s/mnt2", self->fs.base);
+	ASSERT_EQ(0, mkdir(mnt2, 0755));
+	ASSERT_EQ(0, ahfs_mount_at(self->fs.lower, mnt2, ""));
+	in = open(self->src, O_RDONLY);
+	out = open(ahfs_fmt(p2, sizeof(p2), "%s/src", mnt2), O_WRONLY);
+	ASSERT_LE(0, in);
+	ASSERT_LE(0, out);
+	pin = 0;
+	pout = 4096;
+	EXPECT_EQ(-1, cfr(in, &pin, out, &pout, 16384));
+	EXPECT_EQ(EINVAL, errno);
+	/* Nothing was written: the file still holds its pattern. */
+	EXPECT_EQ((ssize_t)sizeof(buf), pread(in, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, ahfs_check_pattern(buf, sizeof(buf), 0));
+	/* Disjoint ranges of the same file copy as on the lower. */
+	pin = 0;
+	pout = 32768;
+	EXPECT_EQ(16384, cfr(in, &pin, out, &pout, 16384));
+	EXPECT_EQ((ssize_t)sizeof(buf), pread(in, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, ahfs_check_pattern(buf, 32768, 0));
+	EXPECT_EQ(0, ahfs_check_pattern(buf + 32768, 16384, 0));
+	close(in);
+	close(out);
+	EXPECT_EQ(0, umount(mnt2));
+}
+
+/*
+ * An asynchronous append completes outside the write call: the size the VFS
+ * clamps a following copy to must still follow it.
+ */
+TEST_F(copy, source_grown_by_async_write)
+{
+	static unsigned char buf[1 << 16] __attribute__((aligned(4096)));
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	loff_t pin = 0, pout = 0;
+	int fd, out;
+
+	ASSERT_EQ(0, ahfs_make_file(self->src, 4096));
+	/* O_DIRECT: the lower completes it later, not within the call. */
+	fd = open(self->src, O_RDWR | O_DIRECT);
+	out = open(self->dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, out);
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	memset(buf, 0x33, sizeof(buf));
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write(sqe, fd, buf, sizeof(buf), 4096);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ((int)sizeof(buf), cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	EXPECT_EQ(4096 + (ssize_t)sizeof(buf),
+		  cfr(fd, &pin, out, &pout, 1 << 20));
+	close(fd);
+	close(out);
 }
 
 TEST_F(copy, ficlone_and_dedupe)
