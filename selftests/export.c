@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * aheadfs file handles (export_operations), through name_to_handle_at and
- * open_by_handle_at, the calls nfsd's handles go through too: a handle is
- * the lower's, outlives a dentry-cache drop and a remount, finds renamed
- * files and directories connected, refuses what left the mount, and many
+ * open_by_handle_at, the calls nfsd's handles go through too: a file's
+ * handle is the lower's connectable one (the file and its lower parent), so
+ * the lower decodes it too; it outlives a dentry-cache drop and a remount,
+ * finds renamed files and directories, refuses what lies outside the mount's
+ * lower directory or left it (the lower directory is not the root of its
+ * filesystem here), opens a removed file while it is still open, and many
  * decoders of one handle at once share one inode.  The NFS side is in
- * export.sh.
+ * export-nfs.sh.
  */
 #include "aheadfs_test.h"
 
@@ -81,20 +84,77 @@ static int remount(struct ahfs *fs, int *mfd)
 	return *mfd < 0 ? -errno : 0;
 }
 
-TEST_F(export, handle_is_the_lower_handle)
+/* An fd on the lower filesystem, for open_by_handle_at on the lower. */
+static int lower_mfd(struct ahfs *fs)
 {
-	struct fh up, low, small;
-	char l[PATH_MAX];
-	int mount_id;
+	return open(fs->lower, O_RDONLY | O_DIRECTORY);
+}
 
-	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "f"), 100));
+/* 0 when @fd is @st's file and holds @len bytes of the pattern. */
+static int same_file(int fd, const struct stat *st, size_t len)
+{
+	unsigned char buf[8192];
+	struct stat got;
+
+	if (len > sizeof(buf) || fstat(fd, &got) || got.st_ino != st->st_ino)
+		return -1;
+	if (pread(fd, buf, sizeof(buf), 0) != (ssize_t)len)
+		return -1;
+	return ahfs_check_pattern(buf, len, 0);
+}
+
+/*
+ * The lower directory is not the root of its filesystem, so a file's
+ * handle carries its lower parent directory, encoded by the lower as its
+ * own connectable handle (the file's handle, then the parent's), and the
+ * lower decodes it like any of its handles.
+ */
+TEST_F(export, handle_decodes_on_the_lower)
+{
+	struct fh up, low, dir, small;
+	char l[PATH_MAX];
+	struct stat lst;
+	int mount_id, lfd, fd;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "f"), 4096));
 	ASSERT_EQ(0, get_fh(self->path, &up));
 	ASSERT_EQ(0, get_fh(ahfs_l(&self->fs, l, "f"), &low));
-	EXPECT_EQ(low.h.handle_type, up.h.handle_type);
-	ASSERT_EQ(low.h.handle_bytes, up.h.handle_bytes);
-	EXPECT_EQ(0, memcmp(low.h.f_handle, up.h.f_handle, up.h.handle_bytes));
+	ASSERT_EQ(0, stat(l, &lst));
+	ASSERT_EQ(0, get_fh(self->fs.lower, &dir));
+	TH_LOG("aheadfs handle type %d, %u bytes; lower file %d, %u; lower dir %d, %u",
+	       up.h.handle_type, up.h.handle_bytes, low.h.handle_type,
+	       low.h.handle_bytes, dir.h.handle_type, dir.h.handle_bytes);
+	EXPECT_EQ(low.h.handle_bytes + dir.h.handle_bytes, up.h.handle_bytes)
+		TH_LOG("the handle does not carry the lower parent");
+	if (up.h.handle_bytes == low.h.handle_bytes + dir.h.handle_bytes) {
+		EXPECT_EQ(0, memcmp(up.h.f_handle, low.h.f_handle,
+				    low.h.handle_bytes));
+		EXPECT_EQ(0, memcmp(up.h.f_handle + low.h.handle_bytes,
+				    dir.h.f_handle, dir.h.handle_bytes));
+	}
 
-	/* Too small a buffer: EOVERFLOW and the size needed, as the lower. */
+	/* On the lower: its file, same inode, same data. */
+	lfd = lower_mfd(&self->fs);
+	ASSERT_LE(0, lfd);
+	fd = open_fh(lfd, &up, O_RDONLY);
+	EXPECT_LE(0, fd) TH_LOG("the lower cannot decode it: %s", strerror(-fd));
+	if (fd >= 0) {
+		struct stat st;
+
+		ASSERT_EQ(0, fstat(fd, &st));
+		EXPECT_EQ(lst.st_dev, st.st_dev);
+		EXPECT_EQ(0, same_file(fd, &lst, 4096));
+		close(fd);
+	}
+	close(lfd);
+
+	/* And through aheadfs, the same file. */
+	fd = open_fh(self->mfd, &up, O_RDONLY);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(-fd));
+	EXPECT_EQ(0, same_file(fd, &lst, 4096));
+	close(fd);
+
+	/* Too small a buffer: EOVERFLOW and the size needed. */
 	memset(&small, 0, sizeof(small));
 	small.h.handle_bytes = 0;
 	EXPECT_EQ(-1, name_to_handle_at(AT_FDCWD, self->path, &small.h,
@@ -207,6 +267,181 @@ TEST_F(export, directory_outside_the_mount_is_refused)
 	ahfs_fmt(out, sizeof(out), "%s/outside", self->fs.base);
 	ASSERT_EQ(0, rename(ahfs_l(&self->fs, in, "inside"), out));
 	EXPECT_EQ(-ESTALE, open_fh(self->mfd, &fh, O_RDONLY | O_DIRECTORY));
+}
+
+/*
+ * A file of the lower filesystem beside this mount's lower directory: its
+ * lower handle names no file of this mount, cached or not.
+ */
+TEST_F(export, file_outside_the_mount_is_refused)
+{
+	char out[PATH_MAX];
+	struct fh fh;
+	int fd;
+
+	ahfs_fmt(out, sizeof(out), "%s/outside-file", self->fs.base);
+	ASSERT_EQ(0, ahfs_make_file(out, 100));
+	ASSERT_EQ(0, get_fh(out, &fh));
+	fd = open_fh(self->mfd, &fh, O_RDONLY);
+	EXPECT_EQ(-ESTALE, fd) TH_LOG("cached: opened a file outside the mount");
+	if (fd >= 0)
+		close(fd);
+	ASSERT_EQ(0, ahfs_drop_caches());
+	fd = open_fh(self->mfd, &fh, O_RDONLY);
+	EXPECT_EQ(-ESTALE, fd) TH_LOG("after a cache drop: opened a file outside the mount");
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * A file moved out of the lower directory behind the mount's back is
+ * refused, with its dentries cached or not; moved back into the directory
+ * it was in when the handle was taken, it opens again.
+ */
+TEST_F(export, file_moved_out_is_refused)
+{
+	char in[PATH_MAX], out[PATH_MAX];
+	struct stat st;
+	struct fh fh;
+	int drop, fd;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, self->path, "sub"), 0755));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "sub/f"), 4096));
+	ASSERT_EQ(0, get_fh(self->path, &fh));
+	ASSERT_EQ(0, stat(self->path, &st));
+	ahfs_l(&self->fs, in, "sub/f");
+	ahfs_fmt(out, sizeof(out), "%s/moved-out", self->fs.base);
+	fd = open_fh(self->mfd, &fh, O_RDONLY);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(-fd));
+	close(fd);
+
+	for (drop = 0; drop < 2; drop++) {
+		ASSERT_EQ(0, rename(in, out));
+		if (drop)
+			ASSERT_EQ(0, ahfs_drop_caches());
+		fd = open_fh(self->mfd, &fh, O_RDONLY);
+		EXPECT_EQ(-ESTALE, fd)
+			TH_LOG("%s: opened a file moved out of the mount",
+			       drop ? "after a cache drop" : "cached");
+		if (fd >= 0)
+			close(fd);
+
+		ASSERT_EQ(0, rename(out, in));
+		if (drop)
+			ASSERT_EQ(0, ahfs_drop_caches());
+		fd = open_fh(self->mfd, &fh, O_RDONLY);
+		EXPECT_LE(0, fd)
+			TH_LOG("%s: moved back in, it does not open: %s",
+			       drop ? "after a cache drop" : "cached",
+			       strerror(-fd));
+		if (fd >= 0) {
+			EXPECT_EQ(0, same_file(fd, &st, 4096));
+			close(fd);
+		}
+	}
+}
+
+/*
+ * Renamed within its directory, through the mount or in the lower, a file
+ * opens by its handle, cached or not; in the lower directory itself (whose
+ * parent is outside the mount) and in a subdirectory.
+ */
+TEST_F(export, file_renamed_in_its_directory)
+{
+	static const char * const dirs[] = { "", "sub/" };
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], name[32];
+	unsigned int i;
+	struct stat st;
+	struct fh fh;
+	int drop, fd;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "sub"), 0755));
+	for (i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "%sa", dirs[i]);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, a, name), 4096));
+		ASSERT_EQ(0, get_fh(a, &fh));
+		ASSERT_EQ(0, stat(a, &st));
+		for (drop = 0; drop < 2; drop++) {
+			/* Through the mount, a to b; in the lower, b to c. */
+			snprintf(name, sizeof(name), "%sb", dirs[i]);
+			ASSERT_EQ(0, rename(a, ahfs_m(&self->fs, b, name)));
+			if (drop)
+				ASSERT_EQ(0, ahfs_drop_caches());
+			fd = open_fh(self->mfd, &fh, O_RDONLY);
+			EXPECT_LE(0, fd) TH_LOG("'%s' renamed through the mount%s: %s",
+						name, drop ? ", caches dropped" : "",
+						strerror(-fd));
+			if (fd >= 0) {
+				EXPECT_EQ(0, same_file(fd, &st, 4096));
+				close(fd);
+			}
+
+			ASSERT_EQ(0, rename(ahfs_l(&self->fs, b, name),
+					    ahfs_l(&self->fs, c, dirs[i][0] ? "sub/c" : "c")));
+			if (drop)
+				ASSERT_EQ(0, ahfs_drop_caches());
+			fd = open_fh(self->mfd, &fh, O_RDONLY);
+			EXPECT_LE(0, fd) TH_LOG("'%s' renamed in the lower%s: %s",
+						name, drop ? ", caches dropped" : "",
+						strerror(-fd));
+			if (fd >= 0) {
+				EXPECT_EQ(0, same_file(fd, &st, 4096));
+				close(fd);
+			}
+			/* Back to a for the next round. */
+			ASSERT_EQ(0, rename(c, ahfs_l(&self->fs, b, dirs[i][0] ? "sub/a" : "a")));
+		}
+	}
+}
+
+/*
+ * A file removed while it is open still has an inode: its handle opens
+ * it, through aheadfs as on the lower, until the last close.
+ */
+TEST_F(export, removed_open_file_opens_until_last_close)
+{
+	char l[PATH_MAX];
+	struct fh up, low;
+	struct stat st;
+	int lfd, keep, fd, lowfd;
+
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, self->path, "u"), 4096));
+	ASSERT_EQ(0, get_fh(self->path, &up));
+	ASSERT_EQ(0, get_fh(ahfs_l(&self->fs, l, "u"), &low));
+	ASSERT_EQ(0, stat(self->path, &st));
+	lfd = lower_mfd(&self->fs);
+	ASSERT_LE(0, lfd);
+	keep = open(self->path, O_RDONLY);
+	ASSERT_LE(0, keep);
+	ASSERT_EQ(0, unlink(self->path));
+
+	/* The lower's behaviour: its handle opens the removed, open file. */
+	lowfd = open_fh(lfd, &low, O_RDONLY);
+	EXPECT_LE(0, lowfd) TH_LOG("lower: %s", strerror(-lowfd));
+	if (lowfd >= 0) {
+		EXPECT_EQ(0, same_file(lowfd, &st, 4096));
+		close(lowfd);
+	}
+	/* aheadfs, the same. */
+	fd = open_fh(self->mfd, &up, O_RDONLY);
+	EXPECT_LE(0, fd) TH_LOG("aheadfs: the removed, still open file: %s",
+				strerror(-fd));
+	if (fd >= 0) {
+		EXPECT_EQ(0, same_file(fd, &st, 4096));
+		close(fd);
+	}
+
+	/* After the last close, gone on both. */
+	close(keep);
+	fd = open_fh(self->mfd, &up, O_RDONLY);
+	EXPECT_EQ(-ESTALE, fd) TH_LOG("aheadfs: the removed file after its last close");
+	if (fd >= 0)
+		close(fd);
+	lowfd = open_fh(lfd, &low, O_RDONLY);
+	EXPECT_EQ(-ESTALE, lowfd) TH_LOG("lower: the removed file after its last close");
+	if (lowfd >= 0)
+		close(lowfd);
+	close(lfd);
 }
 
 TEST_F(export, garbage_handle_is_stale)
