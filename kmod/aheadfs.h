@@ -289,6 +289,7 @@ int aheadfs_file_init(void);
 void aheadfs_file_exit(void);
 ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 			 struct iov_iter *iter, int rw);
+int aheadfs_sync_lower_flags(struct file *file);
 
 /* sched.c */
 size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi);

@@ -110,6 +110,8 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 	size_t txn = aheadfs_txn_size(sbi);
 	loff_t end = pos_in + len, start = pos_in;
 	loff_t in = pos_in, out = pos_out;
+	/* Copied for sure: a skipped hole counts once data after it is. */
+	loff_t done = pos_in;
 	ssize_t ret = 0;
 
 	while (in < end) {
@@ -132,12 +134,13 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			ret = w;
 			break;
 		}
+		done = in;
 		if ((size_t)w < n || fatal_signal_pending(current))
 			break;
 	}
 
-	if (in > start)
-		return in - start;
+	if (done > start)
+		return done - start;
 	return ret ? ret : (fatal_signal_pending(current) ? -EINTR : 0);
 }
 
@@ -158,6 +161,11 @@ ssize_t aheadfs_copy_file_range(struct file *file_in, loff_t pos_in,
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = aheadfs_sync_lower_flags(file_in);
+	if (!ret)
+		ret = aheadfs_sync_lower_flags(file_out);
+	if (ret)
+		goto out;
 	/*
 	 * The VFS refuses overlapping ranges of one file, but two aheadfs
 	 * mounts of one lower give one lower file two inodes of ours.
@@ -207,6 +215,11 @@ loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
 	u64 tr = trace_aheadfs_copy_enabled() ? ktime_get_ns() : 0;
 	loff_t ret;
 
+	ret = aheadfs_sync_lower_flags(file_in);
+	if (!ret)
+		ret = aheadfs_sync_lower_flags(file_out);
+	if (ret)
+		goto out;
 	if (remap_flags & REMAP_FILE_DEDUP) {
 		ret = vfs_dedupe_file_range_one(lin, pos_in, lout, pos_out, len,
 						remap_flags);
@@ -224,6 +237,7 @@ loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
 					   inode->i_sb->s_dev,
 					   AHEADFS_COPY_CLONE);
 	}
+out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_remap, inode, t0, ret);
 	return ret;
 }

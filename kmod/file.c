@@ -140,9 +140,14 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 	return ret;
 }
 
-/* fcntl(F_SETFL) changes our flags; the lower file must follow. */
-static int sync_lower_flags(struct file *file, struct file *lower)
+/*
+ * fcntl(F_SETFL) changes our flags; the lower file must follow, in f_flags
+ * and in the kiocb flags in-kernel I/O on it starts from (splice, the
+ * chunked copy).  Called before every data operation on the lower file.
+ */
+int aheadfs_sync_lower_flags(struct file *file)
 {
+	struct file *lower = aheadfs_lower_file(file);
 	const unsigned int mask = O_APPEND | O_DIRECT | O_NONBLOCK | O_NOATIME;
 	unsigned int flags = READ_ONCE(file->f_flags) & mask;
 	int err;
@@ -158,6 +163,7 @@ static int sync_lower_flags(struct file *file, struct file *lower)
 	}
 	spin_lock(&lower->f_lock);
 	lower->f_flags = (lower->f_flags & ~mask) | flags;
+	lower->f_iocb_flags = iocb_flags(lower);
 	spin_unlock(&lower->f_lock);
 	return 0;
 }
@@ -169,7 +175,7 @@ static ssize_t aheadfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!iov_iter_count(to))
 		return 0;
-	err = sync_lower_flags(file, aheadfs_lower_file(file));
+	err = aheadfs_sync_lower_flags(file);
 	if (err)
 		return err;
 	return aheadfs_sched_read(iocb, to);
@@ -186,7 +192,7 @@ static ssize_t aheadfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 
 	if (!iov_iter_count(from))
 		return 0;
-	ret = sync_lower_flags(file, lower);
+	ret = aheadfs_sync_lower_flags(file);
 	if (ret)
 		return ret;
 	ret = aheadfs_lower_rw(iocb, lower, from, WRITE);
