@@ -281,53 +281,83 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 static int aheadfs_flush(struct file *file, fl_owner_t id)
 {
 	struct file *lower = aheadfs_lower_file(file);
-	int err = 0;
 
-	/* NFS lowers write back on close (close-to-open consistency). */
+	/*
+	 * NFS lowers write back on close (close-to-open consistency).  The
+	 * closer's POSIX locks go next, when the VFS drops our inode's
+	 * shadows of them (aheadfs_lock).
+	 */
 	if (lower->f_op->flush)
-		err = lower->f_op->flush(lower, id);
-	/* A close drops the closer's POSIX locks, which live on the lower. */
-	locks_remove_posix(lower, id);
-	return err;
+		return lower->f_op->flush(lower, id);
+	return 0;
 }
 
 /*
  * Locks live on the lower inode, so that they conflict with locks taken on
  * the lower directly, through another aheadfs mount, or (on NFS) by other
- * clients of the server.  The request is aimed at the lower file: a lower's
- * ->lock (NFS, lockd) reaches its open state through it, and a flock or OFD
- * lock, owned by the open file, is then owned by the lower file, whose last
- * close (at our release) drops it.  POSIX locks keep their owner, the
- * caller's files_struct, and go at each close (aheadfs_flush).
+ * clients of the server.  For the call, the request is aimed at the lower
+ * file: a lower's ->lock (NFS, lockd) reaches its open state through it,
+ * and the lock recorded (a copy of the request) is the lower file's, owned
+ * by it where the open file owns the lock (flock, OFD), so that the lower
+ * file's last close, at our release, drops it.  Afterwards the request is
+ * the caller's again: the VFS checks that it still names its file.
  */
-static void aim_lock(struct file_lock *fl, struct file *file,
-		     struct file *lower)
-{
-	aheadfs_lock_core_t *c = aheadfs_fl_core(fl);
-
-	if (aheadfs_flc(c, owner) == (fl_owner_t)file)
-		aheadfs_flc(c, owner) = (fl_owner_t)lower;
-	aheadfs_flc(c, file) = lower;
-}
-
-static int aheadfs_lock(struct file *file, int cmd, struct file_lock *fl)
+static int lower_lock(struct file *file, int cmd, struct file_lock *fl,
+		      bool flock)
 {
 	struct file *lower = aheadfs_lower_file(file);
+	aheadfs_lock_core_t *c = aheadfs_fl_core(fl);
+	bool owned = aheadfs_flc(c, owner) == (fl_owner_t)file;
+	int err;
 
-	aim_lock(fl, file, lower);
+	aheadfs_flc(c, file) = lower;
+	if (owned)
+		aheadfs_flc(c, owner) = (fl_owner_t)lower;
+	if (flock)
+		err = lower->f_op->flock ? lower->f_op->flock(lower, cmd, fl) :
+					    locks_lock_file_wait(lower, fl);
+	else if (IS_GETLK(cmd))
+		err = vfs_test_lock(lower, fl);
+	else
+		err = vfs_lock_file(lower, cmd, fl, NULL);
+	/* F_GETLK may have filled in the conflicting lock: leave that be. */
+	if (aheadfs_flc(c, file) == lower)
+		aheadfs_flc(c, file) = file;
+	if (owned && aheadfs_flc(c, owner) == (fl_owner_t)lower)
+		aheadfs_flc(c, owner) = (fl_owner_t)file;
+	return err;
+}
+
+/*
+ * POSIX and OFD locks are also recorded on our own inode, as a shadow of
+ * the lower's: what the VFS, nfsd and lockd do with our inode's locks
+ * without asking us (drop them at close, after a close/fcntl race, for a
+ * dead NFS client; look for them before releasing a lock owner) then comes
+ * back here as an unlock, and reaches the lower.  A shadow never stands
+ * without its lower lock (it is added after it, removed before it), so the
+ * shadow of a lock the lower granted cannot conflict.
+ */
+static int aheadfs_lock(struct file *file, int cmd, struct file_lock *fl)
+{
+	bool unlock = aheadfs_flc(aheadfs_fl_core(fl), type) == F_UNLCK;
+	int err;
+
 	if (IS_GETLK(cmd))
-		return vfs_test_lock(lower, fl);
-	return vfs_lock_file(lower, cmd, fl, NULL);
+		return lower_lock(file, cmd, fl, false);
+	if (unlock) {
+		err = posix_lock_file(file, fl, NULL);
+		if (err)
+			return err;
+	}
+	err = lower_lock(file, cmd, fl, false);
+	if (err || unlock)
+		return err;
+	return posix_lock_file(file, fl, NULL);
 }
 
 static int aheadfs_flock(struct file *file, int cmd, struct file_lock *fl)
 {
-	struct file *lower = aheadfs_lower_file(file);
-
-	aim_lock(fl, file, lower);
-	if (lower->f_op->flock)
-		return lower->f_op->flock(lower, cmd, fl);
-	return locks_lock_file_wait(lower, fl);
+	return lower_lock(file, cmd, fl, true);
 }
 
 static int aheadfs_fsync(struct file *file, loff_t start, loff_t end,
