@@ -285,6 +285,19 @@ static inline int ahfs_kmsg_grep(int fd, const char *needle)
 	return found;
 }
 
+/* Create or truncate @path with the string @s in it: 0 or -errno. */
+static inline int ahfs_put(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -EIO;
+}
+
 /* Run @fn(arg) in a child with uid/gid @id; returns its exit status. */
 static inline int ahfs_as_user(uid_t id, int (*fn)(void *), void *arg)
 {

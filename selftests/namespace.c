@@ -26,18 +26,6 @@ FIXTURE_TEARDOWN(ns)
 	ahfs_teardown(&self->fs);
 }
 
-static int put(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -EIO;
-}
-
 static char *get(const char *path)
 {
 	static char buf[4096];
@@ -59,10 +47,10 @@ TEST_F(ns, create_both_ways)
 	char m[PATH_MAX], l[PATH_MAX];
 	struct stat ms, ls;
 
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "up"), "through the mount"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "up"), "through the mount"));
 	EXPECT_STREQ("through the mount", get(ahfs_l(&self->fs, l, "up")));
 
-	ASSERT_EQ(0, put(ahfs_l(&self->fs, l, "down"), "in the lower"));
+	ASSERT_EQ(0, ahfs_put(ahfs_l(&self->fs, l, "down"), "in the lower"));
 	EXPECT_STREQ("in the lower", get(ahfs_m(&self->fs, m, "down")));
 
 	/* st_ino is the lower inode number; st_dev is the mount's. */
@@ -105,7 +93,7 @@ TEST_F(ns, unlink_open_file)
 	struct stat st;
 	int fd;
 
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "f"), "still here"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "f"), "still here"));
 	fd = open(m, O_RDONLY);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, unlink(m));
@@ -129,8 +117,8 @@ TEST_F(ns, rename_variants)
 
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d1"), 0755));
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d2"), 0755));
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, a, "d1/x"), "x"));
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, b, "d2/y"), "y"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, a, "d1/x"), "x"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, b, "d2/y"), "y"));
 
 	/* Across directories. */
 	ASSERT_EQ(0, rename(ahfs_m(&self->fs, a, "d1/x"),
@@ -170,7 +158,7 @@ TEST_F(ns, hard_links)
 	char a[PATH_MAX], b[PATH_MAX], l[PATH_MAX];
 	struct stat sa, sb, sl;
 
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, a, "a"), "shared"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, a, "a"), "shared"));
 	ASSERT_EQ(0, link(a, ahfs_m(&self->fs, b, "b")));
 	ASSERT_EQ(0, stat(a, &sa));
 	ASSERT_EQ(0, stat(b, &sb));
@@ -190,7 +178,7 @@ TEST_F(ns, symlinks)
 	char m[PATH_MAX], l[PATH_MAX], buf[PATH_MAX] = {};
 	struct stat st;
 
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "target"), "pointed at"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "target"), "pointed at"));
 	ASSERT_EQ(0, symlink("target", ahfs_m(&self->fs, m, "s")));
 	ASSERT_EQ(6, readlink(ahfs_l(&self->fs, l, "s"), buf, sizeof(buf)));
 	EXPECT_STREQ("target", buf);
@@ -293,7 +281,7 @@ TEST_F(ns, readdir_matches_lower)
 
 	for (i = 0; i < N; i++) {
 		ahfs_fmt(name, sizeof(name), "entry-%04d", i);
-		ASSERT_EQ(0, put(ahfs_m(&self->fs, p, name), name));
+		ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, p, name), name));
 	}
 	nu = list_dir(self->fs.mnt, up, N + 8);
 	nd = list_dir(self->fs.lower, down, N + 8);
@@ -317,7 +305,7 @@ TEST_F(ns, readdir_d_ino_and_seekdir)
 
 	for (i = 0; i < 100; i++) {
 		ahfs_fmt(name, sizeof(name), "f%d", i);
-		ASSERT_EQ(0, put(ahfs_m(&self->fs, p, name), "x"));
+		ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, p, name), "x"));
 	}
 	d = opendir(self->fs.mnt);
 	ASSERT_NE(NULL, d);
@@ -349,7 +337,7 @@ TEST_F(ns, lower_changes_revalidate)
 	char m[PATH_MAX], l[PATH_MAX], l2[PATH_MAX];
 	struct stat st;
 
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "a"), "one"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "a"), "one"));
 	ASSERT_EQ(0, stat(m, &st));		/* cache the dentry */
 	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "a"),
 			    ahfs_l(&self->fs, l2, "b")));
@@ -359,24 +347,24 @@ TEST_F(ns, lower_changes_revalidate)
 
 	/* Replaced in the lower by another inode. */
 	ASSERT_EQ(0, unlink(ahfs_l(&self->fs, l, "b")));
-	ASSERT_EQ(0, put(l, "two"));
+	ASSERT_EQ(0, ahfs_put(l, "two"));
 	EXPECT_STREQ("two", get(ahfs_m(&self->fs, m, "b")));
 	ASSERT_EQ(0, stat(m, &st));
 	EXPECT_EQ(ino(l), st.st_ino);
 
 	/* A negative dentry becomes positive when the lower gains the name. */
 	EXPECT_EQ(-1, stat(ahfs_m(&self->fs, m, "late"), &st));
-	ASSERT_EQ(0, put(ahfs_l(&self->fs, l, "late"), "here now"));
+	ASSERT_EQ(0, ahfs_put(ahfs_l(&self->fs, l, "late"), "here now"));
 	EXPECT_STREQ("here now", get(m));
 	/* And a directory renamed in the lower. */
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "dir"), 0755));
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "dir/in"), "inside"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "dir/in"), "inside"));
 	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "dir"),
 			    ahfs_l(&self->fs, l2, "dir2")));
 	EXPECT_EQ(-1, stat(ahfs_m(&self->fs, m, "dir/in"), &st));
 	EXPECT_STREQ("inside", get(ahfs_m(&self->fs, m, "dir2/in")));
 	/* Creating through a stale parent works after revalidation. */
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "dir2/new"), "new"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "dir2/new"), "new"));
 	EXPECT_STREQ("new", get(ahfs_l(&self->fs, l, "dir2/new")));
 }
 
@@ -390,8 +378,8 @@ TEST_F(ns, op_counters)
 	u0 = ahfs_stat(&self->fs, "op_unlink");
 	m0 = ahfs_stat(&self->fs, "op_mkdir");
 	ASSERT_LE(0, c0);
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "c1"), "1"));
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "c2"), "2"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "c1"), "1"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "c2"), "2"));
 	ASSERT_EQ(0, unlink(ahfs_m(&self->fs, m, "c1")));
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "dd"), 0755));
 	EXPECT_EQ(c0 + 2, ahfs_stat(&self->fs, "op_create"));
@@ -408,7 +396,7 @@ TEST_F(ns, permission_and_ioctl_counted)
 	int fd, flags;
 
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "pd"), 0755));
-	ASSERT_EQ(0, put(ahfs_m(&self->fs, m, "pd/f"), "x"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "pd/f"), "x"));
 	p0 = ahfs_stat(&self->fs, "op_permission");
 	i0 = ahfs_stat(&self->fs, "op_ioctl");
 	ASSERT_LE(0, p0);

@@ -1,0 +1,2827 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aheadfs keeps the lower's rules: what a read-only, frozen, noexec, nodev
+ * or nosuid lower refuses or delays is refused or delayed the same way
+ * through aheadfs (each claim is checked on the lower directly too); an
+ * automount point is not stacked over; locks taken through aheadfs and on
+ * the lower see each other; ACLs, idmapped mounts and RWF_NOWAIT behave as
+ * on the lower; and what is removed through aheadfs gives its space and
+ * inodes back to the lower at once.
+ */
+#include "aheadfs_test.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+
+#ifndef FIFREEZE
+#define FIFREEZE		_IOWR('X', 119, int)
+#define FITHAW			_IOWR('X', 120, int)
+#endif
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT		0x00000008
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP	0x00100000
+struct mount_attr {
+	unsigned long long attr_set;
+	unsigned long long attr_clr;
+	unsigned long long propagation;
+	unsigned long long userns_fd;
+};
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE		1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC	O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH	0x00000004
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree		428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount		429
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr	442
+#endif
+#ifndef STATX_ATTR_AUTOMOUNT
+#define STATX_ATTR_AUTOMOUNT	0x1000
+#endif
+
+#define NOBODY		65534
+#define LR_MAX_MNTS	8
+#define LR_MAX_KIDS	32
+#define WAIT_MS		10000	/* bound of every wait for an observable state */
+
+/*
+ * The state every fixture shares: the scratch tree, the mounts made (each
+ * unmounted in reverse order at teardown, whatever failed), the children
+ * still running (killed and reaped first), and a frozen lower (thawed
+ * before anything else).
+ */
+struct lr {
+	struct ahfs fs;
+	char mnts[LR_MAX_MNTS][PATH_MAX];
+	int nmnts;
+	pid_t kids[LR_MAX_KIDS];
+	int nkids;
+	int frozen_fd;		/* root of a frozen lower; 0: none */
+	pid_t guard;		/* thaws the lower if the test dies */
+	void *shared;		/* a page children report into */
+	int kmsg;		/* /dev/kmsg from the test's start; 0: none */
+	char dm[64];		/* a device-mapper device of ours */
+	char loopdev[64];	/* the loop device under it */
+	int suspended;		/* dm is suspended */
+	pid_t nowait_pid;	/* the last read_nowait() child */
+};
+
+static char lr_why[PATH_MAX + 128];	/* what the last failed helper did */
+
+static int fail(int err, const char *what, const char *path)
+{
+	snprintf(lr_why, sizeof(lr_why), "%s %s: %s", what, path,
+		 strerror(-err));
+	return err;
+}
+
+static char *at(char *buf, const char *root, const char *rel)
+{
+	return ahfs_fmt(buf, PATH_MAX, "%s/%s", root, rel);
+}
+
+static int lr_init(struct lr *x, const char *name, const char *opts)
+{
+	int err;
+
+	x->shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (x->shared == MAP_FAILED) {
+		x->shared = NULL;
+		return fail(-errno, "mmap", "shared page");
+	}
+	x->kmsg = ahfs_kmsg_open();
+	if (x->kmsg < 0)
+		return fail(-errno, "open", "/dev/kmsg");
+	err = ahfs_setup(&x->fs, name, opts);
+	if (err)
+		return fail(err, "ahfs_setup", name);
+	/* Searchable by the unprivileged users some tests run as. */
+	if (chmod(x->fs.base, 0755) || chmod(x->fs.lower, 0755))
+		return fail(-errno, "chmod", x->fs.base);
+	return 0;
+}
+
+/* mount(2), remembered for the teardown; 0 or -errno. */
+static int lr_mount(struct lr *x, const char *src, const char *dst,
+		    const char *type, unsigned long flags, const char *data)
+{
+	if (x->nmnts == LR_MAX_MNTS)
+		return fail(-ENOSPC, "too many mounts at", dst);
+	if (mount(src, dst, type, flags, data))
+		return fail(-errno, type ? type : "bind mount at", dst);
+	ahfs_fmt(x->mnts[x->nmnts++], PATH_MAX, "%s", dst);
+	return 0;
+}
+
+static void lr_forget(struct lr *x, const char *path)
+{
+	int i;
+
+	for (i = x->nmnts - 1; i >= 0; i--) {
+		if (strcmp(x->mnts[i], path))
+			continue;
+		memmove(x->mnts[i], x->mnts[i + 1],
+			(x->nmnts - i - 1) * sizeof(x->mnts[0]));
+		x->nmnts--;
+		return;
+	}
+}
+
+/* A bind mount of @src at @dst, remounted with @flags (MS_RDONLY, ...). */
+static int lr_bind(struct lr *x, const char *src, const char *dst,
+		   unsigned long flags)
+{
+	int err;
+
+	if (mkdir(dst, 0755) && errno != EEXIST)
+		return fail(-errno, "mkdir", dst);
+	err = lr_mount(x, src, dst, NULL, MS_BIND, NULL);
+	if (err || !flags)
+		return err;
+	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | flags, NULL))
+		return fail(-errno, "remount,bind with flags", dst);
+	return 0;
+}
+
+static int lr_aheadfs(struct lr *x, const char *lower, const char *mnt,
+		      const char *opts)
+{
+	if (mkdir(mnt, 0755) && errno != EEXIST)
+		return fail(-errno, "mkdir", mnt);
+	return lr_mount(x, lower, mnt, "aheadfs", 0, opts);
+}
+
+static int lr_umount(struct lr *x, const char *path)
+{
+	if (umount(path))
+		return -errno;
+	lr_forget(x, path);
+	return 0;
+}
+
+static void umount_hard(const char *path)
+{
+	if (umount(path) && errno != EINVAL && errno != ENOENT)
+		umount2(path, MNT_DETACH);
+}
+
+/* Mounts under @base that are still there (automounts, say), deepest first. */
+static void sweep_mounts(const char *base)
+{
+	char line[2 * PATH_MAX], mp[PATH_MAX], (*left)[PATH_MAX];
+	size_t blen = strlen(base);
+	int n = 0, i, j;
+	FILE *f;
+
+	left = calloc(64, PATH_MAX);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!left || !f)
+		goto out;
+	while (n < 64 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    !strncmp(mp, base, blen) && mp[blen] == '/')
+			strcpy(left[n++], mp);
+	}
+	for (i = 0; i < n; i++)		/* longest path first */
+		for (j = i + 1; j < n; j++)
+			if (strlen(left[j]) > strlen(left[i])) {
+				strcpy(mp, left[i]);
+				strcpy(left[i], left[j]);
+				strcpy(left[j], mp);
+			}
+	for (i = 0; i < n; i++)
+		umount_hard(left[i]);
+out:
+	if (f)
+		fclose(f);
+	free(left);
+}
+
+static pid_t lr_fork(struct lr *x)
+{
+	pid_t pid;
+
+	if (x->nkids == LR_MAX_KIDS)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid > 0)
+		x->kids[x->nkids++] = pid;
+	return pid;
+}
+
+/* Reap @pid within @ms: 0 and its status, or -ETIMEDOUT (still tracked). */
+static int lr_wait(struct lr *x, pid_t pid, int ms, int *status)
+{
+	int i, st;
+
+	for (i = 0; i <= ms / 10; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid || (r < 0 && errno == ECHILD)) {
+			int k;
+
+			for (k = 0; k < x->nkids; k++)
+				if (x->kids[k] == pid)
+					x->kids[k] = x->kids[--x->nkids];
+			if (status)
+				*status = r == pid ? st : -1;
+			return 0;
+		}
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+static int lr_thaw(struct lr *x)
+{
+	int err = 0;
+
+	if (x->frozen_fd <= 0)
+		return 0;
+	if (ioctl(x->frozen_fd, FITHAW, 0))
+		err = -errno;
+	close(x->frozen_fd);
+	x->frozen_fd = 0;
+	return err;
+}
+
+/* Hold (suspend) or release (resume) the I/O of our dm device. */
+static int lr_suspend(struct lr *x)
+{
+	if (ahfs_run("DM_DISABLE_UDEV=1 dmsetup suspend --nolockfs %s", x->dm))
+		return -EIO;
+	x->suspended = 1;
+	return 0;
+}
+
+static int lr_resume(struct lr *x)
+{
+	if (!x->suspended)
+		return 0;
+	if (ahfs_run("DM_DISABLE_UDEV=1 dmsetup resume %s >/dev/null 2>&1",
+		     x->dm))
+		return -EIO;
+	x->suspended = 0;
+	return 0;
+}
+
+/*
+ * A kernel warning, BUG or oops logged since the test started, so that the
+ * test that caused it fails by name (the guest's own dmesg check only says
+ * that one happened).
+ */
+static const char *kernel_complaint(int kmsg)
+{
+	static const char *const bad[] = {
+		"WARNING:", "BUG:", "Oops", "general protection",
+		"INFO: task", "lockdep", "circular locking",
+	};
+	static char rec[8192];
+	unsigned int i;
+	ssize_t n;
+
+	for (;;) {
+		n = read(kmsg, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;
+		if (n <= 0)
+			return NULL;
+		rec[n] = 0;
+		for (i = 0; i < ARRAY_SIZE(bad); i++)
+			if (strstr(rec, bad[i]))
+				return rec;
+	}
+}
+
+static void lr_cleanup(struct __test_metadata *_metadata, struct lr *x)
+{
+	const char *complaint;
+	int i;
+
+	lr_thaw(x);
+	lr_resume(x);
+	for (i = 0; i < x->nkids; i++)
+		kill(x->kids[i], SIGKILL);
+	while (x->nkids)
+		if (lr_wait(x, x->kids[0], WAIT_MS, NULL))
+			break;
+	if (x->guard > 0) {
+		kill(x->guard, SIGKILL);
+		waitpid(x->guard, NULL, 0);
+		x->guard = 0;
+	}
+	for (i = x->nmnts - 1; i >= 0; i--)
+		umount_hard(x->mnts[i]);
+	x->nmnts = 0;
+	if (x->fs.mounted)
+		umount_hard(x->fs.mnt);
+	x->fs.mounted = 0;
+	if (x->fs.base[0])
+		sweep_mounts(x->fs.base);
+	if (x->dm[0])
+		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove %s >/dev/null 2>&1",
+			 x->dm);
+	x->dm[0] = 0;
+	if (x->loopdev[0])
+		ahfs_run("losetup -d %s", x->loopdev);
+	x->loopdev[0] = 0;
+	ahfs_teardown(&x->fs);
+	if (x->shared)
+		munmap(x->shared, 4096);
+	x->shared = NULL;
+	if (x->kmsg > 0) {
+		/* Not EXPECT: after a failed ASSERT its handler would run. */
+		complaint = kernel_complaint(x->kmsg);
+		if (complaint) {
+			TH_LOG("the kernel logged: %s", complaint);
+			_metadata->passed = 0;
+		}
+		close(x->kmsg);
+		x->kmsg = 0;
+	}
+}
+
+/* Fixture set-up that cleans up what it made before it fails. */
+#define LR_SETUP(x, prepare) do {					\
+	int __err = (prepare);						\
+									\
+	if (__err) {							\
+		TH_LOG("set-up: %s", lr_why);				\
+		lr_cleanup(_metadata, x);				\
+	}								\
+	ASSERT_EQ(0, __err);						\
+} while (0)
+
+/* 0 or the errno of a call that returned -1. */
+static int err_of(long ret)
+{
+	return ret < 0 ? errno : 0;
+}
+
+/* The state letter of @pid in /proc/PID/stat (R, S, D, Z...), 0 if gone. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (ahfs_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static const char *proc_wchan(pid_t pid)
+{
+	static char buf[128];
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	if (ahfs_read_file(path, buf, sizeof(buf)) < 0)
+		strcpy(buf, "?");
+	return buf;
+}
+
+/* One byte from @fd within @ms, or -1. */
+static int read_byte(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	unsigned char c;
+
+	if (poll(&p, 1, ms) != 1 || read(fd, &c, 1) != 1)
+		return -1;
+	return c;
+}
+
+static void close_others(int keep1, int keep2)
+{
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++)
+		if (fd != keep1 && fd != keep2)
+			close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Read-only lower                                                     */
+/* ------------------------------------------------------------------ */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < b->cap - b->len)
+			break;
+		b->cap = b->cap * 2 + n + 4096;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	b->len += n;
+}
+
+static unsigned long long hash_bytes(const void *p, size_t n,
+				     unsigned long long h)
+{
+	const unsigned char *c = p;
+
+	while (n--)
+		h = (h ^ *c++) * 1099511628211ULL;
+	return h;
+}
+
+static unsigned long long hash_file(const char *path)
+{
+	unsigned long long h = 14695981039346656037ULL;
+	char b[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_NOATIME);
+
+	if (fd < 0)
+		fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		h = hash_bytes(b, n, h);
+	close(fd);
+	return h;
+}
+
+/*
+ * One line per entry under @dir: name, mode, owner, size, links, mtime,
+ * ctime, content, symlink target, xattrs.  Any change a call makes to the
+ * lower tree changes this text.
+ */
+static void snapshot(struct buf *b, const char *dir, const char *rel)
+{
+	struct dirent **names;
+	char path[PATH_MAX], sub[PATH_MAX], list[4096], val[4096];
+	int n, i;
+
+	n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		bprintf(b, "%s: scandir %d\n", rel, errno);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		struct stat st;
+		ssize_t ln, vn, k;
+
+		if (!strcmp(name, ".") || !strcmp(name, "..")) {
+			free(names[i]);
+			continue;
+		}
+		at(path, dir, name);
+		ahfs_fmt(sub, sizeof(sub), "%s/%s", rel, name);
+		if (lstat(path, &st)) {
+			bprintf(b, "%s: lstat %d\n", sub, errno);
+			free(names[i]);
+			continue;
+		}
+		bprintf(b, "%s %o %u:%u %lld %lu m%lld.%09ld c%lld.%09ld", sub,
+			st.st_mode, st.st_uid, st.st_gid, (long long)st.st_size,
+			(unsigned long)st.st_nlink, (long long)st.st_mtim.tv_sec,
+			st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+			st.st_ctim.tv_nsec);
+		if (S_ISREG(st.st_mode))
+			bprintf(b, " data=%llx", hash_file(path));
+		if (S_ISLNK(st.st_mode)) {
+			ln = readlink(path, val, sizeof(val) - 1);
+			val[ln < 0 ? 0 : ln] = 0;
+			bprintf(b, " -> %s", val);
+		}
+		ln = llistxattr(path, list, sizeof(list));
+		for (k = 0; k < ln; k += strlen(list + k) + 1) {
+			vn = lgetxattr(path, list + k, val, sizeof(val));
+			bprintf(b, " %s=%llx", list + k, vn < 0 ? 0ULL :
+				hash_bytes(val, vn, 14695981039346656037ULL));
+		}
+		bprintf(b, "\n");
+		if (S_ISDIR(st.st_mode))
+			snapshot(b, path, sub);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* The first line where two snapshots differ, for the log. */
+static const char *first_diff(const char *a, const char *b)
+{
+	static char out[1024];
+	const char *la = a, *lb = b;
+
+	while (*la && *lb) {
+		size_t na = strcspn(la, "\n"), nb = strcspn(lb, "\n");
+
+		if (na != nb || memcmp(la, lb, na))
+			break;
+		la += na + !!la[na];
+		lb += nb + !!lb[nb];
+	}
+	snprintf(out, sizeof(out), "before: %.*s | after: %.*s",
+		 (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+	return out;
+}
+
+/* A valid system.posix_acl_access value: u::rw-,u:1234:rw-,g::r--,m::rw-,o::r-- */
+static const unsigned char acl_value[] = {
+	2, 0, 0, 0,
+	0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+	0x02, 0, 6, 0, 0xd2, 0x04, 0, 0,
+	0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+	0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+};
+
+/* Each operation on the tree under @r: 0 or errno. */
+static int ro_create(const char *r)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, r, "new"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int ro_mkdir(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(mkdir(at(p, r, "newdir"), 0755));
+}
+
+static int ro_mknod(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(mknod(at(p, r, "fifo"), S_IFIFO | 0644, 0));
+}
+
+static int ro_symlink(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(symlink("f", at(p, r, "sl")));
+}
+
+static int ro_link(const char *r)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+
+	return err_of(link(at(p, r, "f"), at(q, r, "f.link")));
+}
+
+static int ro_chmod(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(chmod(at(p, r, "f"), 0600));
+}
+
+static int ro_chown(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(chown(at(p, r, "f"), 1234, 1234));
+}
+
+static int ro_utimes(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(utimes(at(p, r, "f"), NULL));
+}
+
+static int ro_setxattr(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(setxattr(at(p, r, "f"), "user.x", "1", 1, 0));
+}
+
+static int ro_removexattr(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(removexattr(at(p, r, "f"), "user.keep"));
+}
+
+static int ro_setacl(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(setxattr(at(p, r, "f"), "system.posix_acl_access",
+			       acl_value, sizeof(acl_value), 0));
+}
+
+static int ro_tmpfile(const char *r)
+{
+	int fd = open(r, O_TMPFILE | O_WRONLY, 0600);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int open_err(const char *r, const char *rel, int flags)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, r, rel), flags);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int ro_open_wr(const char *r)
+{
+	return open_err(r, "f", O_WRONLY);
+}
+
+static int ro_open_rdwr(const char *r)
+{
+	return open_err(r, "f", O_RDWR);
+}
+
+static int ro_open_trunc(const char *r)
+{
+	return open_err(r, "f", O_RDONLY | O_TRUNC);
+}
+
+static int ro_open_append(const char *r)
+{
+	return open_err(r, "f", O_WRONLY | O_APPEND);
+}
+
+static int ro_truncate(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(truncate(at(p, r, "f"), 1));
+}
+
+static int ro_rename(const char *r)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+
+	return err_of(rename(at(p, r, "victim"), at(q, r, "renamed")));
+}
+
+static int ro_unlink(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(unlink(at(p, r, "victim")));
+}
+
+static int ro_rmdir(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(rmdir(at(p, r, "d")));
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(const char *root);
+} ro_ops[] = {
+	{ "open(O_CREAT)", ro_create },
+	{ "mkdir", ro_mkdir },
+	{ "mknod(fifo)", ro_mknod },
+	{ "symlink", ro_symlink },
+	{ "link", ro_link },
+	{ "chmod", ro_chmod },
+	{ "chown", ro_chown },
+	{ "utimes", ro_utimes },
+	{ "setxattr(user.x)", ro_setxattr },
+	{ "removexattr(user.keep)", ro_removexattr },
+	{ "setxattr(system.posix_acl_access)", ro_setacl },
+	{ "open(O_TMPFILE)", ro_tmpfile },
+	{ "open(O_WRONLY)", ro_open_wr },
+	{ "open(O_RDWR)", ro_open_rdwr },
+	{ "open(O_RDONLY|O_TRUNC)", ro_open_trunc },
+	{ "open(O_WRONLY|O_APPEND)", ro_open_append },
+	{ "truncate", ro_truncate },
+	{ "rename", ro_rename },
+	{ "unlink", ro_unlink },
+	{ "rmdir", ro_rmdir },
+};
+
+FIXTURE(ro) {
+	struct lr x;
+	char bind[PATH_MAX];
+};
+
+static int ro_prepare(struct lr *x, char *bind)
+{
+	char p[PATH_MAX];
+	int err;
+
+	err = lr_init(x, "ro", NULL);
+	if (err)
+		return err;
+	if (ahfs_put(at(p, x->fs.lower, "f"), "contents") ||
+	    setxattr(p, "user.keep", "k", 1, 0) ||
+	    ahfs_put(at(p, x->fs.lower, "victim"), "v") ||
+	    mkdir(at(p, x->fs.lower, "d"), 0755))
+		return fail(-errno, "populate", x->fs.lower);
+	ahfs_fmt(bind, PATH_MAX, "%s/robind", x->fs.base);
+	err = lr_bind(x, x->fs.lower, bind, MS_RDONLY);
+	if (err)
+		return err;
+	return lr_aheadfs(x, bind, x->fs.mnt, "");
+}
+
+FIXTURE_SETUP(ro)
+{
+	LR_SETUP(&self->x, ro_prepare(&self->x, self->bind));
+}
+
+FIXTURE_TEARDOWN(ro)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* Every change through aheadfs over a read-only bind mount fails EROFS, as on it directly; the lower is untouched. */
+TEST_F(ro, every_change_is_erofs)
+{
+	struct buf before = {}, after = {};
+	char p[PATH_MAX], data[64];
+	unsigned int i;
+
+	snapshot(&before, self->x.fs.lower, ".");
+	ASSERT_NE(NULL, before.p);
+	/* aheadfs shows the read-only lower. */
+	ASSERT_EQ(8, ahfs_read_file(at(p, self->x.fs.mnt, "f"), data,
+				    sizeof(data)));
+	EXPECT_STREQ("contents", data);
+
+	for (i = 0; i < ARRAY_SIZE(ro_ops); i++) {
+		int direct = ro_ops[i].fn(self->bind);
+		int stacked = ro_ops[i].fn(self->x.fs.mnt);
+
+		EXPECT_EQ(EROFS, direct) {
+			TH_LOG("%s on the read-only lower itself: %s",
+			       ro_ops[i].name, strerror(direct));
+		}
+		EXPECT_EQ(EROFS, stacked) {
+			TH_LOG("%s through aheadfs: %s (%d)", ro_ops[i].name,
+			       stacked ? strerror(stacked) : "succeeded",
+			       stacked);
+		}
+	}
+
+	snapshot(&after, self->x.fs.lower, ".");
+	ASSERT_NE(NULL, after.p);
+	EXPECT_STREQ(before.p, after.p) {
+		TH_LOG("the lower changed: %s", first_diff(before.p, after.p));
+	}
+	free(before.p);
+	free(after.p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Frozen lower                                                        */
+/* ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t guard_woken;
+
+static void guard_wake(int sig)
+{
+	guard_woken = 1;
+}
+
+/*
+ * A process outside the test's process group that thaws @root (when not
+ * NULL) and resumes our dm device (when there is one) if the test dies: the
+ * harness kills the group on a timeout, and a frozen lower or a suspended
+ * device left behind would hang the guest.  At a normal teardown it is
+ * killed.
+ */
+static int lr_start_guard(struct lr *x, const char *root)
+{
+	struct sigaction sa = { .sa_handler = guard_wake };
+	pid_t parent = getpid();
+	sigset_t block, old;
+	struct stat want = {};
+	pid_t pid;
+
+	if (root && stat(root, &want))
+		return fail(-errno, "stat", root);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return fail(-errno, "fork", "guard");
+	}
+	if (!pid) {
+		struct stat st;
+		sigset_t none;
+		int fd;
+
+		setsid();
+		close_others(-1, -1);
+		if (chdir("/"))
+			_exit(1);
+		sigaction(SIGTERM, &sa, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigemptyset(&none);
+		while (getppid() == parent && !guard_woken)
+			sigsuspend(&none);
+		fd = root ? open(root, O_RDONLY | O_DIRECTORY) : -1;
+		if (fd >= 0 && !fstat(fd, &st) && st.st_dev == want.st_dev)
+			ioctl(fd, FITHAW, 0);
+		if (x->dm[0])
+			ahfs_run("DM_DISABLE_UDEV=1 dmsetup resume %s", x->dm);
+		_exit(0);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	x->guard = pid;
+	return 0;
+}
+
+static int lr_freeze(struct lr *x, const char *root)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, FIFREEZE, 0)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	x->frozen_fd = fd;
+	return 0;
+}
+
+FIXTURE(frozen) {
+	struct lr x;
+};
+
+/* A filesystem of its own (to freeze) in an image file, as the lower. */
+static int frozen_prepare(struct lr *x)
+{
+	const char *fstype = strcmp(ahfs_fstype(), "xfs") ? "ext4" : "xfs";
+	char img[PATH_MAX];
+	struct stat a, b;
+	int err;
+
+	err = lr_init(x, "frozen", NULL);
+	if (err)
+		return err;
+	ahfs_fmt(img, sizeof(img), "%s/img", x->fs.base);
+	/* mkfs.xfs refuses less than 300 MB; the image is sparse. */
+	if (ahfs_run("truncate -s %s '%s' && mkfs.%s -q %s '%s' >/dev/null",
+		     strcmp(fstype, "xfs") ? "64M" : "320M", img, fstype,
+		     strcmp(fstype, "xfs") ? "-F" : "-f", img))
+		return fail(-EIO, "mkfs", img);
+	if (ahfs_run("mount -o loop '%s' '%s'", img, x->fs.lower))
+		return fail(-EIO, "mount -o loop", img);
+	ahfs_fmt(x->mnts[x->nmnts++], PATH_MAX, "%s", x->fs.lower);
+	if (stat(x->fs.base, &a) || stat(x->fs.lower, &b) ||
+	    a.st_dev == b.st_dev)
+		return fail(-EINVAL, "no filesystem of its own at",
+			    x->fs.lower);
+	err = lr_start_guard(x, x->fs.lower);
+	if (err)
+		return err;
+	if (ahfs_put(at(img, x->fs.lower, "f"), "old!"))
+		return fail(-EIO, "populate", x->fs.lower);
+	return lr_aheadfs(x, x->fs.lower, x->fs.mnt, "");
+}
+
+FIXTURE_SETUP(frozen)
+{
+	LR_SETUP(&self->x, frozen_prepare(&self->x));
+}
+
+FIXTURE_TEARDOWN(frozen)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* stat(@path) in a child, bounded: 0 and *@st, errno, or -1 if it blocked. */
+static int stat_bounded(struct lr *x, const char *path, struct stat *st)
+{
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -2;
+	if (!pid)
+		_exit(stat(path, x->shared) ? errno : 0);
+	if (lr_wait(x, pid, 5000, &status))
+		return -1;
+	if (!WIFEXITED(status))
+		return -2;
+	memcpy(st, x->shared, sizeof(*st));
+	return WEXITSTATUS(status);
+}
+
+/* The first bytes of @path, read in a child, bounded; -1 if it blocked. */
+static int read_bounded(struct lr *x, const char *path, char *out,
+			size_t len)
+{
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -2;
+	if (!pid) {
+		int n = ahfs_read_file(path, x->shared, len);
+
+		_exit(n < 0 ? -n : 0);
+	}
+	if (lr_wait(x, pid, 5000, &status))
+		return -1;
+	if (!WIFEXITED(status))
+		return -2;
+	memcpy(out, x->shared, len);
+	out[len - 1] = 0;
+	return WEXITSTATUS(status);
+}
+
+static int op_create(const char *path, int fd)
+{
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int op_chmod(const char *path, int fd)
+{
+	return err_of(chmod(path, 0600));
+}
+
+static int op_utimes(const char *path, int fd)
+{
+	struct timeval tv[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+
+	return err_of(utimes(path, tv));
+}
+
+static int op_write(const char *path, int fd)
+{
+	ssize_t n = pwrite(fd, "NEW!", 4, 0);
+
+	return n == 4 ? 0 : n < 0 ? errno : 99;
+}
+
+/*
+ * Poll until @pid sleeps in the freeze protection (state D in
+ * percpu_rwsem_wait, where sb_start_write() and its kin wait on both
+ * kernels), or has exited: 'F' for the first, else the last state seen.
+ */
+static char wait_frozen(pid_t pid, int ms)
+{
+	char s = 0;
+	int i;
+
+	for (i = 0; i <= ms / 10; i++) {
+		s = proc_state(pid);
+		if (s == 'D' && strstr(proc_wchan(pid), "percpu_rwsem"))
+			return 'F';
+		if (s == 'Z' || s == 'X' || !s)
+			break;
+		usleep(10000);
+	}
+	return s;
+}
+
+/*
+ * Start @op(@path, @fd) in a child while the lower is frozen: the child must
+ * be seen waiting for the thaw, and still be running; the caller then checks
+ * that nothing reached the lower, thaws, and collects it with op_finish().
+ */
+static pid_t op_start(struct __test_metadata *_metadata, struct lr *x,
+		      int (*op)(const char *, int), const char *path, int fd)
+{
+	pid_t pid = lr_fork(x);
+	char state;
+
+	if (!pid)
+		_exit(op(path, fd));
+	if (pid < 0)
+		return pid;
+	state = wait_frozen(pid, WAIT_MS);
+	EXPECT_EQ('F', state) {
+		TH_LOG("the child never waited for the frozen lower: state %c, wchan %s",
+		       state ? state : '-', proc_wchan(pid));
+	}
+	return state == 'F' ? pid : -1;
+}
+
+static void op_finish(struct __test_metadata *_metadata, struct lr *x,
+		      pid_t pid)
+{
+	int status = 0;
+	char state;
+
+	EXPECT_EQ(0, waitpid(pid, &status, WNOHANG)) {
+		TH_LOG("the child finished while the lower was frozen");
+	}
+	state = wait_frozen(pid, 0);
+	EXPECT_EQ('F', state) {
+		TH_LOG("no longer waiting for the thaw: state %c, wchan %s",
+		       state ? state : '-', proc_wchan(pid));
+	}
+	ASSERT_EQ(0, lr_thaw(x));
+	ASSERT_EQ(0, lr_wait(x, pid, WAIT_MS, &status)) {
+		TH_LOG("still blocked %d ms after the thaw: wchan %s",
+		       WAIT_MS, proc_wchan(pid));
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) {
+		TH_LOG("after the thaw the operation failed: %s",
+		       strerror(WEXITSTATUS(status)));
+	}
+}
+
+/* A create through aheadfs waits for a frozen lower, and completes once it thaws. */
+TEST_F_TIMEOUT(frozen, create_waits_for_thaw, 60)
+{
+	char m[PATH_MAX], l[PATH_MAX];
+	struct stat st;
+	pid_t pid;
+
+	at(m, self->x.fs.mnt, "new");
+	at(l, self->x.fs.lower, "new");
+	/* Cached negative entries: a later stat of the lower takes no lock. */
+	ASSERT_EQ(-1, stat(l, &st));
+	ASSERT_EQ(-1, stat(m, &st));
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+
+	pid = op_start(_metadata, &self->x, op_create, m, -1);
+	ASSERT_LT(0, pid);
+	EXPECT_EQ(ENOENT, stat_bounded(&self->x, l, &st)) {
+		TH_LOG("the file is on the frozen lower, or its stat blocked (-1)");
+	}
+	op_finish(_metadata, &self->x, pid);
+	EXPECT_EQ(0, stat(l, &st));
+	EXPECT_EQ(0, stat(m, &st));
+}
+
+/* chmod and utimes through aheadfs wait for a frozen lower, and complete once it thaws. */
+TEST_F_TIMEOUT(frozen, setattr_waits_for_thaw, 60)
+{
+	char m[PATH_MAX], l[PATH_MAX];
+	struct stat st;
+	pid_t pid;
+
+	at(m, self->x.fs.mnt, "f");
+	at(l, self->x.fs.lower, "f");
+	ASSERT_EQ(0, chmod(l, 0644));
+
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+	pid = op_start(_metadata, &self->x, op_chmod, m, -1);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, stat_bounded(&self->x, l, &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+	op_finish(_metadata, &self->x, pid);
+	ASSERT_EQ(0, stat(l, &st));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+	pid = op_start(_metadata, &self->x, op_utimes, m, -1);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, stat_bounded(&self->x, l, &st));
+	EXPECT_NE(1000000000, st.st_mtim.tv_sec);
+	op_finish(_metadata, &self->x, pid);
+	ASSERT_EQ(0, stat(l, &st));
+	EXPECT_EQ(1000000000, st.st_mtim.tv_sec);
+}
+
+/* write(2) to an aheadfs fd opened before the freeze waits for the thaw. */
+TEST_F_TIMEOUT(frozen, write_waits_for_thaw, 60)
+{
+	char m[PATH_MAX], l[PATH_MAX], data[16];
+	pid_t pid;
+	int fd;
+
+	at(m, self->x.fs.mnt, "f");
+	at(l, self->x.fs.lower, "f");
+	fd = open(m, O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+	pid = op_start(_metadata, &self->x, op_write, NULL, fd);
+	if (pid < 0)
+		close(fd);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, read_bounded(&self->x, l, data, 5));
+	EXPECT_STREQ("old!", data);
+	op_finish(_metadata, &self->x, pid);
+	close(fd);
+	ASSERT_EQ(4, ahfs_read_file(l, data, 5));
+	EXPECT_STREQ("NEW!", data);
+}
+
+/* ------------------------------------------------------------------ */
+/* noexec, nodev, nosuid                                               */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(mflags) {
+	struct lr x;
+};
+
+static int mflags_prepare(struct lr *x)
+{
+	char p[PATH_MAX];
+	int err;
+
+	/* fs.mnt: aheadfs over the plain lower, the control. */
+	err = lr_init(x, "mflags", "");
+	if (err)
+		return err;
+	if (ahfs_run("cp /bin/true '%s/true' && cp /usr/bin/id '%s/id' && chmod 4755 '%s/id'",
+		     x->fs.lower, x->fs.lower, x->fs.lower))
+		return fail(-EIO, "copy programs into", x->fs.lower);
+	/* /dev/null's numbers. */
+	if (mknod(at(p, x->fs.lower, "null"), S_IFCHR | 0666, makedev(1, 3)))
+		return fail(-errno, "mknod", p);
+	return 0;
+}
+
+FIXTURE_SETUP(mflags)
+{
+	LR_SETUP(&self->x, mflags_prepare(&self->x));
+}
+
+FIXTURE_TEARDOWN(mflags)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* A bind mount of the lower remounted with @flag at base/b-@tag, aheadfs over it at base/m-@tag. */
+static int stack_flagged(struct lr *x, unsigned long flag, const char *tag,
+			 char *bind, char *mnt)
+{
+	int err;
+
+	ahfs_fmt(bind, PATH_MAX, "%s/b-%s", x->fs.base, tag);
+	ahfs_fmt(mnt, PATH_MAX, "%s/m-%s", x->fs.base, tag);
+	err = lr_bind(x, x->fs.lower, bind, flag);
+	return err ? err : lr_aheadfs(x, bind, mnt, "");
+}
+
+/*
+ * Execute @dir/@prog @arg as @uid, its stdout in @out: the program's exit
+ * status, -errno when execve failed, or -1000 on another failure.
+ */
+static int run_prog(struct lr *x, uid_t uid, const char *dir,
+		    const char *prog, const char *arg, char *out, size_t len)
+{
+	char path[PATH_MAX];
+	int p[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	at(path, dir, prog);
+	if (pipe(p))
+		return -1000;
+	pid = lr_fork(x);
+	if (pid < 0)
+		return -1000;
+	if (!pid) {
+		gid_t g = uid;
+
+		close(p[0]);
+		if (dup2(p[1], 1) < 0)
+			_exit(255);
+		close_others(-1, -1);
+		if (uid && (setgroups(1, &g) || setgid(uid) || setuid(uid)))
+			_exit(254);
+		execl(path, prog, arg, (char *)NULL);
+		_exit(errno < 100 ? 100 + errno : 253);
+	}
+	close(p[1]);
+	while (got < (ssize_t)len - 1 &&
+	       (n = read(p[0], out + got, len - 1 - got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(p[0]);
+	if (lr_wait(x, pid, WAIT_MS, &status) || !WIFEXITED(status))
+		return -1000;
+	status = WEXITSTATUS(status);
+	if (status >= 100 && status < 200)
+		return -(status - 100);
+	return status;
+}
+
+/* mmap(PROT_EXEC) of @dir/true: 0 or errno. */
+static int mmap_exec(const char *dir)
+{
+	char p[PATH_MAX];
+	void *m;
+	int fd = open(at(p, dir, "true"), O_RDONLY), err = 0;
+
+	if (fd < 0)
+		return errno;
+	m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		err = errno;
+	else
+		munmap(m, 4096);
+	close(fd);
+	return err;
+}
+
+/* Open @dir/null read-write and write to it: 0 or errno. */
+static int open_dev(const char *dir)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, dir, "null"), O_RDWR), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, "gone", 4) != 4)
+		err = errno ? errno : EIO;
+	close(fd);
+	return err;
+}
+
+/* execve through aheadfs over a noexec lower fails EACCES, as on the lower; over a plain lower it runs. */
+TEST_F(mflags, noexec_exec)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX], out[64];
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NOEXEC, "noexec", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	EXPECT_EQ(-EACCES, run_prog(&self->x, 0, bind, "true", NULL, out,
+				    sizeof(out)));
+	EXPECT_EQ(-EACCES, run_prog(&self->x, 0, mnt, "true", NULL, out,
+				    sizeof(out)));
+	/* Control: the same file runs through aheadfs over the plain lower. */
+	EXPECT_EQ(0, run_prog(&self->x, 0, self->x.fs.mnt, "true", NULL, out,
+			      sizeof(out)));
+}
+
+/* mmap(PROT_EXEC) through aheadfs over a noexec lower fails EPERM, as on the lower; over a plain lower it maps. */
+TEST_F(mflags, noexec_mmap)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX];
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NOEXEC, "noexec", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	EXPECT_EQ(EPERM, mmap_exec(bind));
+	EXPECT_EQ(EPERM, mmap_exec(mnt));
+	EXPECT_EQ(0, mmap_exec(self->x.fs.mnt));
+}
+
+/* Opening a device node through aheadfs over a nodev lower fails EACCES, as on the lower; over a plain lower it works. */
+TEST_F(mflags, nodev_open)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX];
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NODEV, "nodev", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	EXPECT_EQ(EACCES, open_dev(bind));
+	EXPECT_EQ(EACCES, open_dev(mnt));
+	EXPECT_EQ(0, open_dev(self->x.fs.mnt));
+}
+
+/* A setuid-root program run by nobody through aheadfs over a nosuid lower gains no euid 0, as on the lower; stat still shows S_ISUID. */
+TEST_F(mflags, nosuid_exec)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX], p[PATH_MAX], out[64];
+	struct stat st;
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NOSUID, "nosuid", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	/* `id -u` prints the effective uid. */
+	ASSERT_EQ(0, run_prog(&self->x, NOBODY, bind, "id", "-u", out,
+			      sizeof(out)));
+	EXPECT_STREQ("65534\n", out);
+	ASSERT_EQ(0, run_prog(&self->x, NOBODY, mnt, "id", "-u", out,
+			      sizeof(out)));
+	EXPECT_STREQ("65534\n", out) {
+		TH_LOG("a set-uid file ran with euid %s through aheadfs over a nosuid lower",
+		       out);
+	}
+	ASSERT_EQ(0, stat(at(p, mnt, "id"), &st));
+	EXPECT_EQ(04755, st.st_mode & 07777);
+	ASSERT_EQ(0, stat(at(p, bind, "id"), &st));
+	EXPECT_EQ(04755, st.st_mode & 07777);
+	/* Control: over a lower without nosuid it does run as root. */
+	ASSERT_EQ(0, run_prog(&self->x, NOBODY, self->x.fs.mnt, "id", "-u",
+			      out, sizeof(out)));
+	EXPECT_STREQ("0\n", out);
+}
+
+/* ------------------------------------------------------------------ */
+/* An automount point on the lower                                     */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(automount) {
+	struct lr x;
+	char dbg[PATH_MAX];
+};
+
+FIXTURE_SETUP(automount)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "automount", NULL));
+	ahfs_fmt(self->dbg, sizeof(self->dbg), "%s/dbg", self->x.fs.base);
+}
+
+FIXTURE_TEARDOWN(automount)
+{
+	/* Any tracefs the lower's automount made goes in the sweep. */
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* The filesystem type mounted at exactly @path, or NULL. */
+static const char *mounted_at(const char *path)
+{
+	static char type[64];
+	char line[2 * PATH_MAX], mp[PATH_MAX];
+	const char *found = NULL;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    !strcmp(mp, path) && sep &&
+		    sscanf(sep + 3, "%63s", type) == 1)
+			found = type;
+	}
+	fclose(f);
+	return found;
+}
+
+/* aheadfs over debugfs lists "tracing" but refuses to stack over that automount point (EREMOTE), and unmounts cleanly. */
+TEST_F(automount, debugfs_tracing)
+{
+	char p[PATH_MAX];
+	const char *type;
+	struct statx sx;
+	struct dirent *de;
+	struct stat st;
+	int found = 0, fd;
+	DIR *d;
+
+	ASSERT_EQ(0, mkdir(self->dbg, 0755));
+	if (lr_mount(&self->x, "none", self->dbg, "debugfs", 0, NULL))
+		SKIP(return, "cannot mount debugfs: %.200s", lr_why);
+	at(p, self->dbg, "tracing");
+	if (statx(AT_FDCWD, p, AT_NO_AUTOMOUNT | AT_SYMLINK_NOFOLLOW,
+		  STATX_BASIC_STATS, &sx))
+		SKIP(return, "debugfs has no tracing: %s", strerror(errno));
+	if (!(sx.stx_attributes_mask & STATX_ATTR_AUTOMOUNT) ||
+	    !(sx.stx_attributes & STATX_ATTR_AUTOMOUNT))
+		SKIP(return, "debugfs's tracing is not an automount point in this kernel");
+	/*
+	 * Directly, a statx that follows it mounts tracefs there (stat(2)
+	 * never follows an automount point at the end of the path).
+	 */
+	ASSERT_EQ(NULL, mounted_at(p));
+	ASSERT_EQ(0, statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &sx));
+	type = mounted_at(p);
+	if (!type)
+		SKIP(return, "following debugfs's tracing mounted nothing");
+	EXPECT_STREQ("tracefs", type);
+	EXPECT_EQ(0, umount(p));
+
+	ASSERT_EQ(0, lr_aheadfs(&self->x, self->dbg, self->x.fs.mnt, "")) {
+		TH_LOG("%s", lr_why);
+	}
+	d = opendir(self->x.fs.mnt);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d)))
+		if (!strcmp(de->d_name, "tracing"))
+			found = 1;
+	closedir(d);
+	EXPECT_TRUE(found) {
+		TH_LOG("readdir of aheadfs over debugfs did not list tracing");
+	}
+	EXPECT_EQ(-1, lstat(at(p, self->x.fs.mnt, "tracing"), &st));
+	EXPECT_EQ(EREMOTE, errno);
+	EXPECT_EQ(-1, statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &sx));
+	EXPECT_EQ(EREMOTE, errno);
+	fd = open(p, O_RDONLY | O_DIRECTORY);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(EREMOTE, errno);
+	if (fd >= 0)
+		close(fd);
+	/* Nothing was mounted through aheadfs, and it unmounts. */
+	EXPECT_EQ(NULL, mounted_at(p));
+	EXPECT_EQ(0, lr_umount(&self->x, self->x.fs.mnt));
+}
+
+/* ------------------------------------------------------------------ */
+/* Locks                                                               */
+/* ------------------------------------------------------------------ */
+
+enum lock_kind { LK_POSIX, LK_OFD, LK_FLOCK };
+
+#define HOLD_START	10
+#define HOLD_LEN	90
+
+/* Lock (F_WRLCK) or unlock (F_UNLCK) [@start, +@len) of @fd: 0 or errno. */
+static int do_lock(int fd, enum lock_kind k, short type, off_t start,
+		   off_t len, int wait)
+{
+	struct flock fl = {
+		.l_type = type, .l_whence = SEEK_SET,
+		.l_start = start, .l_len = len,
+	};
+
+	switch (k) {
+	case LK_POSIX:
+		return err_of(fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl));
+	case LK_OFD:
+		return err_of(fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK,
+				    &fl));
+	default:
+		return err_of(flock(fd, (type == F_UNLCK ? LOCK_UN : LOCK_EX) |
+				    (wait ? 0 : LOCK_NB)));
+	}
+}
+
+/* F_GETLK (or F_OFD_GETLK) of [0, 200) for a write lock. */
+static struct flock get_lock(int fd, enum lock_kind k)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET,
+		.l_start = 0, .l_len = 200,
+	};
+
+	if (fcntl(fd, k == LK_OFD ? F_OFD_GETLK : F_GETLK, &fl))
+		fl.l_type = -errno;
+	return fl;
+}
+
+/* A process holding a write lock on a file until told otherwise. */
+struct holder {
+	pid_t pid;
+	int cmd;	/* 'u': unlock, 'c': close the fd; EOF: exit */
+	int ack;	/* one byte per step: its errno */
+};
+
+static int holder_start(struct lr *x, struct holder *h, const char *path,
+			enum lock_kind k)
+{
+	int c[2], a[2];
+
+	if (pipe(c) || pipe(a))
+		return -1;
+	h->pid = lr_fork(x);
+	if (h->pid < 0)
+		return -1;
+	if (!h->pid) {
+		unsigned char r;
+		int fd;
+
+		close(c[1]);
+		close(a[0]);
+		close_others(c[0], a[1]);
+		fd = open(path, O_RDWR);
+		r = fd < 0 ? errno : do_lock(fd, k, F_WRLCK, HOLD_START,
+					     HOLD_LEN, 0);
+		if (write(a[1], &r, 1) != 1)
+			_exit(1);
+		while (read(c[0], &r, 1) == 1) {
+			if (r == 'u')
+				r = do_lock(fd, k, F_UNLCK, HOLD_START,
+					    HOLD_LEN, 0);
+			else
+				r = err_of(close(fd));
+			if (write(a[1], &r, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(c[0]);
+	close(a[1]);
+	h->cmd = c[1];
+	h->ack = a[0];
+	return read_byte(h->ack, WAIT_MS);
+}
+
+static int holder_do(struct holder *h, char cmd)
+{
+	if (write(h->cmd, &cmd, 1) != 1)
+		return -1;
+	return read_byte(h->ack, WAIT_MS);
+}
+
+static void holder_stop(struct lr *x, struct holder *h)
+{
+	close(h->cmd);
+	close(h->ack);
+	lr_wait(x, h->pid, WAIT_MS, NULL);
+}
+
+FIXTURE(locks) {
+	struct lr x;
+	char mnt2[PATH_MAX];
+	char l[PATH_MAX], m[PATH_MAX], m2[PATH_MAX];
+};
+
+static int locks_prepare(struct lr *x, char *mnt2)
+{
+	char p[PATH_MAX];
+	int err;
+
+	err = lr_init(x, "locks", "");
+	if (err)
+		return err;
+	if (ahfs_put(at(p, x->fs.lower, "f"), "lock me"))
+		return fail(-EIO, "populate", p);
+	ahfs_fmt(mnt2, PATH_MAX, "%s/mnt2", x->fs.base);
+	return lr_aheadfs(x, x->fs.lower, mnt2, "");
+}
+
+FIXTURE_SETUP(locks)
+{
+	LR_SETUP(&self->x, locks_prepare(&self->x, self->mnt2));
+	at(self->l, self->x.fs.lower, "f");
+	at(self->m, self->x.fs.mnt, "f");
+	at(self->m2, self->mnt2, "f");
+}
+
+FIXTURE_TEARDOWN(locks)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/*
+ * With a POSIX write lock on [10, 100) held by another process through
+ * @held, F_SETLK through @probe fails as it does on the lower directly, and
+ * F_GETLK through @probe names the holder and its range.
+ */
+static void posix_conflict(struct __test_metadata *_metadata, struct lr *x,
+			   const char *held, const char *probe,
+			   const char *lower)
+{
+	struct holder h;
+	struct flock fl;
+	int fd, want = EAGAIN, got;
+
+	ASSERT_EQ(0, holder_start(x, &h, held, LK_POSIX));
+	if (!strcmp(held, lower)) {
+		/* The lower's own answer to a conflict: aheadfs must match. */
+		fd = open(lower, O_RDWR);
+		ASSERT_LE(0, fd);
+		want = do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0);
+		close(fd);
+		ASSERT_TRUE(want == EAGAIN || want == EACCES) {
+			TH_LOG("F_SETLK on the lower against a lower lock: %s",
+			       want ? strerror(want) : "granted");
+		}
+	}
+	fd = open(probe, O_RDWR);
+	ASSERT_LE(0, fd);
+	got = do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0);
+	EXPECT_EQ(want, got) {
+		TH_LOG("F_SETLK on %s against a lock held through %s: %s",
+		       probe, held, got ? strerror(got) : "granted");
+	}
+	fl = get_lock(fd, LK_POSIX);
+	EXPECT_EQ(F_WRLCK, fl.l_type);
+	EXPECT_EQ(h.pid, fl.l_pid);
+	EXPECT_EQ(HOLD_START, fl.l_start);
+	EXPECT_EQ(HOLD_LEN, fl.l_len);
+	/* Outside the held range there is no conflict. */
+	EXPECT_EQ(0, do_lock(fd, LK_POSIX, F_WRLCK, 150, 10, 0));
+	close(fd);
+	holder_stop(x, &h);
+}
+
+/* A POSIX lock held on the lower refuses F_SETLK through aheadfs; F_GETLK there names the holder. */
+TEST_F(locks, posix_lower_then_aheadfs)
+{
+	posix_conflict(_metadata, &self->x, self->l, self->m, self->l);
+}
+
+/* A POSIX lock held through aheadfs refuses F_SETLK on the lower; F_GETLK there names the holder. */
+TEST_F(locks, posix_aheadfs_then_lower)
+{
+	posix_conflict(_metadata, &self->x, self->m, self->l, self->l);
+}
+
+/* A POSIX lock held through one aheadfs mount refuses F_SETLK through another mount of the same lower. */
+TEST_F(locks, posix_across_mounts)
+{
+	posix_conflict(_metadata, &self->x, self->m, self->m2, self->l);
+}
+
+/* A POSIX lock held through aheadfs goes away when its holder closes the fd. */
+TEST_F(locks, posix_released_on_close)
+{
+	struct holder h;
+	int fd;
+
+	ASSERT_EQ(0, holder_start(&self->x, &h, self->m, LK_POSIX));
+	fd = open(self->l, O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(EAGAIN, do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0));
+	ASSERT_EQ(0, holder_do(&h, 'c'));
+	EXPECT_EQ(0, do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0));
+	close(fd);
+	holder_stop(&self->x, &h);
+}
+
+/* A blocked F_SETLKW through aheadfs waits on the lower holder and wakes up when it unlocks. */
+TEST_F(locks, setlkw_wakes_on_lower_unlock)
+{
+	struct holder h;
+	int r[2], i, waiting = 0, early;
+	pid_t pid;
+
+	ASSERT_EQ(0, holder_start(&self->x, &h, self->l, LK_POSIX));
+	ASSERT_EQ(0, pipe(r));
+	pid = lr_fork(&self->x);
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		unsigned char c;
+		int fd;
+
+		close(r[0]);
+		close_others(r[1], -1);
+		fd = open(self->m, O_RDWR);
+		c = fd < 0 ? errno : do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 1);
+		_exit(write(r[1], &c, 1) == 1 ? 0 : 1);
+	}
+	close(r[1]);
+	/* /proc/locks lists a blocked request as "->" with the waiter's pid. */
+	for (i = 0; i <= WAIT_MS / 10 && !waiting; i++) {
+		char line[256];
+		FILE *f = fopen("/proc/locks", "r");
+		struct pollfd p = { .fd = r[0], .events = POLLIN };
+
+		ASSERT_NE(NULL, f);
+		while (fgets(line, sizeof(line), f)) {
+			char *arrow = strstr(line, "->");
+			int lpid;
+
+			if (arrow && sscanf(arrow + 2, "%*s %*s %*s %d",
+					    &lpid) == 1 && lpid == pid)
+				waiting = 1;
+		}
+		fclose(f);
+		if (!waiting && poll(&p, 1, 10) == 1)
+			break;		/* it returned without waiting */
+	}
+	early = read_byte(r[0], 0);
+	EXPECT_EQ(-1, early) {
+		TH_LOG("F_SETLKW through aheadfs returned %d while the lower lock was held",
+		       early);
+	}
+	EXPECT_TRUE(waiting) {
+		TH_LOG("no blocked lock request of pid %d in /proc/locks", pid);
+	}
+	ASSERT_EQ(0, holder_do(&h, 'u'));
+	if (early < 0) {
+		EXPECT_EQ(0, read_byte(r[0], WAIT_MS)) {
+			TH_LOG("F_SETLKW did not return 0 after the unlock");
+		}
+	}
+	close(r[0]);
+	EXPECT_EQ(0, lr_wait(&self->x, pid, WAIT_MS, NULL));
+	holder_stop(&self->x, &h);
+}
+
+/* OFD locks conflict between the lower and aheadfs both ways and across mounts, and go with the last close. */
+TEST_F(locks, ofd_both_ways)
+{
+	struct flock fl;
+	int lfd, mfd, mfd2, m2fd;
+
+	lfd = open(self->l, O_RDWR);
+	mfd = open(self->m, O_RDWR);
+	m2fd = open(self->m2, O_RDWR);
+	ASSERT_LE(0, lfd);
+	ASSERT_LE(0, mfd);
+	ASSERT_LE(0, m2fd);
+
+	/* Held on the lower: refused through aheadfs, which reports it. */
+	ASSERT_EQ(0, do_lock(lfd, LK_OFD, F_WRLCK, HOLD_START, HOLD_LEN, 0));
+	EXPECT_EQ(EAGAIN, do_lock(mfd, LK_OFD, F_WRLCK, 0, 200, 0));
+	fl = get_lock(mfd, LK_OFD);
+	EXPECT_EQ(F_WRLCK, fl.l_type);
+	EXPECT_EQ(-1, fl.l_pid);
+	EXPECT_EQ(HOLD_START, fl.l_start);
+	EXPECT_EQ(HOLD_LEN, fl.l_len);
+	close(lfd);
+	EXPECT_EQ(0, do_lock(mfd, LK_OFD, F_WRLCK, 0, 200, 0));
+
+	/* Held through aheadfs: refused on the lower and through mnt2. */
+	lfd = open(self->l, O_RDWR);
+	ASSERT_LE(0, lfd);
+	EXPECT_EQ(EAGAIN, do_lock(lfd, LK_OFD, F_WRLCK, 0, 200, 0));
+	EXPECT_EQ(EAGAIN, do_lock(m2fd, LK_OFD, F_WRLCK, 0, 200, 0));
+	fl = get_lock(lfd, LK_OFD);
+	EXPECT_EQ(F_WRLCK, fl.l_type);
+	/* It belongs to the open file: one close of two fds keeps it. */
+	mfd2 = dup(mfd);
+	ASSERT_LE(0, mfd2);
+	close(mfd);
+	EXPECT_EQ(EAGAIN, do_lock(lfd, LK_OFD, F_WRLCK, 0, 200, 0));
+	close(mfd2);
+	EXPECT_EQ(0, do_lock(lfd, LK_OFD, F_WRLCK, 0, 200, 0));
+	close(lfd);
+	close(m2fd);
+}
+
+/* flock(LOCK_EX|LOCK_NB) conflicts between the lower and aheadfs both ways and across mounts, released at close. */
+TEST_F(locks, flock_both_ways)
+{
+	int lfd, mfd, m2fd;
+
+	lfd = open(self->l, O_RDWR);
+	mfd = open(self->m, O_RDWR);
+	m2fd = open(self->m2, O_RDWR);
+	ASSERT_LE(0, lfd);
+	ASSERT_LE(0, mfd);
+	ASSERT_LE(0, m2fd);
+
+	ASSERT_EQ(0, do_lock(lfd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	EXPECT_EQ(EWOULDBLOCK, do_lock(mfd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	EXPECT_EQ(EWOULDBLOCK, do_lock(m2fd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	close(lfd);
+	EXPECT_EQ(0, do_lock(mfd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+
+	lfd = open(self->l, O_RDWR);
+	ASSERT_LE(0, lfd);
+	EXPECT_EQ(EWOULDBLOCK, do_lock(lfd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	EXPECT_EQ(EWOULDBLOCK, do_lock(m2fd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	close(mfd);
+	EXPECT_EQ(0, do_lock(lfd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	EXPECT_EQ(EWOULDBLOCK, do_lock(m2fd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	close(lfd);
+	EXPECT_EQ(0, do_lock(m2fd, LK_FLOCK, F_WRLCK, 0, 0, 0));
+	close(m2fd);
+}
+
+/* F_SETLEASE through aheadfs fails EINVAL, where the lower grants it. */
+TEST_F(locks, lease_refused)
+{
+	int fd;
+
+	fd = open(self->l, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fcntl(fd, F_SETLEASE, F_RDLCK));
+	EXPECT_EQ(F_RDLCK, fcntl(fd, F_GETLEASE));
+	EXPECT_EQ(0, fcntl(fd, F_SETLEASE, F_UNLCK));
+	close(fd);
+
+	fd = open(self->m, O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, fcntl(fd, F_SETLEASE, F_RDLCK));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(F_UNLCK, fcntl(fd, F_GETLEASE));
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* ACLs                                                                */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(acl) {
+	struct lr x;
+};
+
+FIXTURE_SETUP(acl)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "acl", ""));
+}
+
+FIXTURE_TEARDOWN(acl)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* `getfacl --omit-header @path` into @out (with any error); its exit status. */
+static int getfacl(const char *path, char *out, size_t len)
+{
+	char cmd[PATH_MAX + 64];
+	size_t n;
+	FILE *f;
+	int st;
+
+	ahfs_fmt(cmd, sizeof(cmd), "getfacl --absolute-names --omit-header '%s' 2>&1", path);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The ACL xattr @name of @path: its length (bytes in @v), or -errno. */
+static int acl_bytes(const char *path, const char *name, char *v, size_t len)
+{
+	ssize_t n = getxattr(path, name, v, len);
+
+	return n < 0 ? -errno : (int)n;
+}
+
+/*
+ * getfacl through aheadfs (@m) and on the lower (@l) agree, as do the raw
+ * ACL xattrs; the aheadfs text is left in @out.
+ */
+static void same_acl(struct __test_metadata *_metadata, const char *m,
+		     const char *l, char *out, size_t len)
+{
+	char lo[4096], vm[1024], vl[1024];
+	static const char *const names[] = {
+		"system.posix_acl_access", "system.posix_acl_default",
+	};
+	int i, nm, nl;
+
+	ASSERT_EQ(0, getfacl(m, out, len)) {
+		TH_LOG("getfacl through aheadfs: %s", out);
+	}
+	ASSERT_EQ(0, getfacl(l, lo, sizeof(lo)));
+	EXPECT_STREQ(lo, out) {
+		TH_LOG("getfacl differs; on the lower:\n%s", lo);
+	}
+	for (i = 0; i < 2; i++) {
+		nm = acl_bytes(m, names[i], vm, sizeof(vm));
+		nl = acl_bytes(l, names[i], vl, sizeof(vl));
+		EXPECT_EQ(nl, nm) {
+			TH_LOG("%s: %d bytes on the lower, %d through aheadfs",
+			       names[i], nl, nm);
+		}
+		if (nm == nl && nm > 0) {
+			EXPECT_EQ(0, memcmp(vm, vl, nm));
+		}
+	}
+}
+
+static int try_write(void *arg)
+{
+	int fd = open(arg, O_WRONLY);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int acl_supported(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (ahfs_put(at(p, dir, "probe"), ""))
+		return -EIO;
+	if (setxattr(p, "system.posix_acl_access", acl_value,
+		     sizeof(acl_value), 0))
+		return -errno;
+	return unlink(p) ? -errno : 0;
+}
+
+/* setfacl -m/-x/-b through aheadfs shows at once on both sides; a second -m keeps the first entry (no stale write-back). */
+TEST_F(acl, modify_through_aheadfs)
+{
+	char m[PATH_MAX], l[PATH_MAX], out[4096];
+	int err = acl_supported(self->x.fs.lower);
+
+	if (err)
+		SKIP(return, "the %s lower has no POSIX ACLs: %s",
+		     ahfs_fstype(), strerror(-err));
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "f"), "acl"));
+	ASSERT_EQ(0, chmod(l, 0640));
+	at(m, self->x.fs.mnt, "f");
+	/* Read first, so that anything aheadfs caches is now filled. */
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_STREQ("user::rw-\ngroup::r--\nother::---\n\n", out);
+	EXPECT_EQ(EACCES, ahfs_as_user(1234, try_write, m));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:1234:rw '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:1234:rw-\n"));
+	EXPECT_NE(NULL, strstr(out, "mask::rw-\n"));
+	/* The ACL is what the lower enforces, through aheadfs too. */
+	EXPECT_EQ(0, ahfs_as_user(1234, try_write, m));
+	EXPECT_EQ(0, ahfs_as_user(1234, try_write, l));
+
+	/* The reported data loss: this -m wrote back a stale ACL. */
+	ASSERT_EQ(0, ahfs_run("setfacl -m g:2345:x '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:1234:rw-\n")) {
+		TH_LOG("user:1234 lost by a later setfacl -m:\n%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "group:2345:--x\n"));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -x u:1234 '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_EQ(NULL, strstr(out, "user:1234"));
+	EXPECT_NE(NULL, strstr(out, "group:2345:--x\n"));
+	EXPECT_EQ(EACCES, ahfs_as_user(1234, try_write, m));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -b '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_STREQ("user::rw-\ngroup::r--\nother::---\n\n", out);
+}
+
+/* An ACL set or removed directly on the lower is seen at once through aheadfs. */
+TEST_F(acl, lower_change_seen)
+{
+	char m[PATH_MAX], l[PATH_MAX], out[4096];
+	int err = acl_supported(self->x.fs.lower);
+
+	if (err)
+		SKIP(return, "the %s lower has no POSIX ACLs: %s",
+		     ahfs_fstype(), strerror(-err));
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "f"), "acl"));
+	ASSERT_EQ(0, chmod(l, 0640));
+	at(m, self->x.fs.mnt, "f");
+	same_acl(_metadata, m, l, out, sizeof(out));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:1234:r '%s'", l));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:1234:r--\n"));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:1234:rw,g:2345:r '%s'", l));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:1234:rw-\n"));
+	EXPECT_NE(NULL, strstr(out, "group:2345:r--\n"));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -b '%s'", l));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_EQ(NULL, strstr(out, "user:1234"));
+}
+
+/* A default ACL set through aheadfs round-trips, is inherited by a file created through aheadfs, and -k removes it. */
+TEST_F(acl, default_acl_dir)
+{
+	char m[PATH_MAX], l[PATH_MAX], out[4096];
+	int err = acl_supported(self->x.fs.lower);
+
+	if (err)
+		SKIP(return, "the %s lower has no POSIX ACLs: %s",
+		     ahfs_fstype(), strerror(-err));
+	ASSERT_EQ(0, mkdir(at(l, self->x.fs.lower, "d"), 0750));
+	at(m, self->x.fs.mnt, "d");
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_EQ(NULL, strstr(out, "default:"));
+
+	ASSERT_EQ(0, ahfs_run("setfacl -d -m u:1234:rwx '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "default:user:1234:rwx\n"));
+
+	ASSERT_EQ(0, ahfs_put(at(m, self->x.fs.mnt, "d/new"), "inherit"));
+	at(l, self->x.fs.lower, "d/new");
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:1234:rwx")) {
+		TH_LOG("the new file did not inherit the default ACL:\n%s", out);
+	}
+
+	at(m, self->x.fs.mnt, "d");
+	at(l, self->x.fs.lower, "d");
+	ASSERT_EQ(0, ahfs_run("setfacl -k '%s'", m));
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_EQ(NULL, strstr(out, "default:"));
+}
+
+/* `unshare -U -r @cmd '@path'` (root mapped to root only): its exit status, its output in @out. */
+static int in_userns(const char *cmd, const char *path, char *out, size_t len)
+{
+	char line[2 * PATH_MAX];
+	size_t n;
+	FILE *f;
+	int st;
+
+	ahfs_fmt(line, sizeof(line), "unshare -U -r %s '%s' 2>&1", cmd, path);
+	f = popen(line, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* In a user namespace, ACLs read the same through aheadfs as on the lower (unmapped ids munged alike), and a change made there lands on the lower. */
+TEST_F(acl, user_namespace)
+{
+	char m[PATH_MAX], l[PATH_MAX], out[4096], lo[4096];
+	struct buf before = {}, after = {};
+	int err = acl_supported(self->x.fs.lower), rm, rl;
+
+	if (err)
+		SKIP(return, "the %s lower has no POSIX ACLs: %s",
+		     ahfs_fstype(), strerror(-err));
+	if (in_userns("true", "", out, sizeof(out)))
+		SKIP(return, "unshare -U -r does not work here: %.200s", out);
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "f"), "acl"));
+	ASSERT_EQ(0, chmod(l, 0640));
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:1234:rw '%s'", l));
+	at(m, self->x.fs.mnt, "f");
+
+	/* 1234 has no id inside: both show it alike, as no id (-1) or the overflow uid. */
+	ASSERT_EQ(0, in_userns("getfacl --absolute-names --omit-header", m,
+			       out, sizeof(out))) {
+		TH_LOG("%s", out);
+	}
+	ASSERT_EQ(0, in_userns("getfacl --absolute-names --omit-header", l,
+			       lo, sizeof(lo)));
+	EXPECT_STREQ(lo, out);
+	EXPECT_EQ(NULL, strstr(out, "1234"));
+	EXPECT_TRUE(strstr(out, "user:4294967295:rw-") ||
+		    strstr(out, "user:nobody:rw-") ||
+		    strstr(out, "user:65534:rw-")) {
+		TH_LOG("%s", out);
+	}
+
+	/* Writing the overflow uid back is refused alike; nothing changes. */
+	snapshot(&before, self->x.fs.lower, ".");
+	rm = in_userns("setfacl -m g::rw", m, out, sizeof(out));
+	rl = in_userns("setfacl -m g::rw", l, lo, sizeof(lo));
+	EXPECT_EQ(rl, rm) {
+		TH_LOG("inside: on the lower %d (%s), through aheadfs %d (%s)",
+		       rl, lo, rm, out);
+	}
+	snapshot(&after, self->x.fs.lower, ".");
+	ASSERT_NE(NULL, before.p);
+	ASSERT_NE(NULL, after.p);
+	if (!rl && !rm) {
+		/* Both may be accepted: then both made the same change. */
+		TH_LOG("setfacl inside the namespace was accepted on both sides");
+	} else {
+		EXPECT_STREQ(before.p, after.p) {
+			TH_LOG("the lower changed: %s",
+			       first_diff(before.p, after.p));
+		}
+	}
+	free(before.p);
+	free(after.p);
+
+	/* A mapped id set inside through aheadfs is root's entry outside. */
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "g"), "acl"));
+	at(m, self->x.fs.mnt, "g");
+	ASSERT_EQ(0, in_userns("setfacl -m u:0:rwx", m, out, sizeof(out))) {
+		TH_LOG("setfacl through aheadfs inside the namespace: %s", out);
+	}
+	same_acl(_metadata, m, l, out, sizeof(out));
+	EXPECT_NE(NULL, strstr(out, "user:root:rwx\n"));
+}
+
+/* ------------------------------------------------------------------ */
+/* Idmapped mounts                                                     */
+/* ------------------------------------------------------------------ */
+
+#define MAP_FROM	10000
+#define MAP_COUNT	65536
+
+static int sys_open_tree(int dfd, const char *path, unsigned int flags)
+{
+	return syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned int flags,
+			     struct mount_attr *attr)
+{
+	return syscall(SYS_mount_setattr, dfd, path, flags, attr,
+		       sizeof(*attr));
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd,
+			  const char *to, unsigned int flags)
+{
+	return syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+/*
+ * A user namespace where ids 0..MAP_COUNT-1 are MAP_FROM..: an idmapped
+ * mount with it shows on-disk uid 0 as MAP_FROM.  Its fd, or -errno.
+ */
+static int make_userns(void)
+{
+	char path[64], map[64];
+	int up[2], down[2], fd;
+	unsigned char c = 0;
+	pid_t pid;
+
+	if (pipe(up) || pipe(down))
+		return -errno;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
+		c = unshare(CLONE_NEWUSER) ? 'e' : 'u';
+		if (write(up[1], &c, 1) != 1)
+			_exit(1);
+		/* Stay until the parent has the namespace's fd. */
+		_exit(read(down[0], &c, 1) < 0);
+	}
+	close(up[1]);
+	close(down[0]);
+	if (read_byte(up[0], WAIT_MS) != 'u') {
+		fd = -EPERM;
+		goto out;
+	}
+	snprintf(map, sizeof(map), "0 %d %d\n", MAP_FROM, MAP_COUNT);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	fd = ahfs_write_file(path, map);
+	if (fd)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	fd = ahfs_write_file(path, map);
+	if (fd)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+out:
+	close(up[0]);
+	close(down[1]);
+	waitpid(pid, NULL, 0);
+	return fd;
+}
+
+/* Make the detached copy @tree of a mount idmapped with @userns: 0 or errno. */
+static int idmap_tree(int tree, int userns)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_IDMAP,
+		.userns_fd = userns,
+	};
+
+	return err_of(sys_mount_setattr(tree, "", AT_EMPTY_PATH, &attr));
+}
+
+FIXTURE(idmap) {
+	struct lr x;
+	int userns;
+};
+
+FIXTURE_SETUP(idmap)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "idmap", NULL));
+	self->userns = make_userns();
+	if (self->userns < 0)
+		lr_cleanup(_metadata, &self->x);
+	ASSERT_LE(0, self->userns) {
+		TH_LOG("no user namespace: %s", strerror(-self->userns));
+	}
+}
+
+FIXTURE_TEARDOWN(idmap)
+{
+	if (self->userns > 0)
+		close(self->userns);
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* An idmapped aheadfs mount is refused with EINVAL; the same call on the lower's own mount succeeds. */
+TEST_F(idmap, aheadfs_mount_refused)
+{
+	int tree, err;
+
+	ASSERT_EQ(0, lr_aheadfs(&self->x, self->x.fs.lower, self->x.fs.mnt,
+				"")) {
+		TH_LOG("%s", lr_why);
+	}
+	/* Control: the lower (ext4, xfs) can be idmapped. */
+	tree = sys_open_tree(AT_FDCWD, self->x.fs.lower,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	ASSERT_LE(0, tree);
+	EXPECT_EQ(0, idmap_tree(tree, self->userns));
+	close(tree);
+
+	tree = sys_open_tree(AT_FDCWD, self->x.fs.mnt,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	ASSERT_LE(0, tree);
+	err = idmap_tree(tree, self->userns);
+	EXPECT_EQ(EINVAL, err) {
+		TH_LOG("MOUNT_ATTR_IDMAP on an aheadfs mount: %s",
+		       err ? strerror(err) : "succeeded");
+	}
+	close(tree);
+}
+
+/* uid of @path, (unsigned)-1 if stat fails. */
+static uid_t uid_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? (uid_t)-1 : st.st_uid;
+}
+
+/*
+ * An idmapped lower is refused (aheadfs would have to map every owner and
+ * ACL both ways): mounting over one fails with EINVAL and one dmesg line,
+ * where the same mount over the plain lower works.
+ */
+TEST_F(idmap, idmapped_lower_refused)
+{
+	char idm[PATH_MAX], p[PATH_MAX];
+	int tree, kfd;
+
+	ASSERT_EQ(0, ahfs_put(at(p, self->x.fs.lower, "rootf"), "0"));
+	/* The idmapped lower: on-disk 0..65535 shows as 10000..75535. */
+	ahfs_fmt(idm, sizeof(idm), "%s/idm", self->x.fs.base);
+	ASSERT_EQ(0, mkdir(idm, 0755));
+	tree = sys_open_tree(AT_FDCWD, self->x.fs.lower,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	ASSERT_LE(0, tree);
+	ASSERT_EQ(0, idmap_tree(tree, self->userns));
+	ASSERT_EQ(0, sys_move_mount(tree, "", AT_FDCWD, idm,
+				    MOVE_MOUNT_F_EMPTY_PATH));
+	ahfs_fmt(self->x.mnts[self->x.nmnts++], PATH_MAX, "%s", idm);
+	close(tree);
+	/* Control: the idmapped mount maps, so the refusal is about it. */
+	ASSERT_EQ(MAP_FROM, uid_of(at(p, idm, "rootf")));
+
+	kfd = ahfs_kmsg_open();
+	ASSERT_LE(0, kfd);
+	EXPECT_EQ(-1, mount(idm, self->x.fs.mnt, "aheadfs", 0, ""));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_TRUE(ahfs_kmsg_grep(kfd, "is an idmapped mount: not supported"));
+	close(kfd);
+
+	/* The plain lower mounts. */
+	ASSERT_EQ(0, lr_aheadfs(&self->x, self->x.fs.lower, self->x.fs.mnt, ""));
+	EXPECT_EQ(0, uid_of(at(p, self->x.fs.mnt, "rootf")));
+}
+
+/* ------------------------------------------------------------------ */
+/* RWF_NOWAIT                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The lower is a filesystem on a device-mapper device of its own, so that
+ * its I/O can be held (dmsetup suspend) while the RWF_NOWAIT reads run: a
+ * cold read then cannot be completed by a fast device before the kernel
+ * checks the page (which otherwise makes EAGAIN a race), and a read that
+ * would wait for I/O shows as one that does not return.
+ */
+FIXTURE(nowait) {
+	struct lr x;
+	char why[256];		/* why there is no dm device */
+};
+
+#define COLD_SIZE	(4 << 20)
+#define WATCH_MS	2000	/* how long the counters are watched after it */
+
+static int nowait_prepare(struct lr *x, char *why)
+{
+	const char *fstype = strcmp(ahfs_fstype(), "xfs") ? "ext4" : "xfs";
+	long long size = strcmp(fstype, "xfs") ? 64 << 20 : 320 << 20;
+	char img[PATH_MAX], dev[PATH_MAX], cmd[PATH_MAX + 64];
+	FILE *f;
+	int err;
+
+	err = lr_init(x, "nowait", NULL);
+	if (err)
+		return err;
+	ahfs_run("modprobe dm-mod 2>/dev/null");
+	if (access("/dev/mapper/control", F_OK) ||
+	    ahfs_run("dmsetup version >/dev/null 2>&1")) {
+		snprintf(why, 256, "no device-mapper (dm-mod, dmsetup) to hold the lower's I/O");
+		return 0;
+	}
+	ahfs_fmt(img, sizeof(img), "%s/img", x->fs.base);
+	if (ahfs_run("truncate -s %lld '%s'", size, img))
+		return fail(-EIO, "truncate", img);
+	ahfs_fmt(cmd, sizeof(cmd), "losetup -f --show '%s'", img);
+	f = popen(cmd, "r");
+	if (!f || !fgets(x->loopdev, sizeof(x->loopdev), f)) {
+		if (f)
+			pclose(f);
+		x->loopdev[0] = 0;
+		return fail(-EIO, "losetup", img);
+	}
+	pclose(f);
+	x->loopdev[strcspn(x->loopdev, "\n")] = 0;
+	snprintf(x->dm, sizeof(x->dm), "lr-nowait-%d", getpid());
+	if (ahfs_run("DM_DISABLE_UDEV=1 dmsetup create %s --table '0 %lld linear %s 0'",
+		     x->dm, size >> 9, x->loopdev)) {
+		x->dm[0] = 0;
+		return fail(-EIO, "dmsetup create on", x->loopdev);
+	}
+	ahfs_fmt(dev, sizeof(dev), "/dev/mapper/%s", x->dm);
+	/* No lazy initialisation writing behind the test's back. */
+	if (strcmp(fstype, "xfs") ?
+	    ahfs_run("mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 %s", dev) :
+	    ahfs_run("mkfs.xfs -q -f %s", dev))
+		return fail(-EIO, "mkfs", dev);
+	err = lr_mount(x, dev, x->fs.lower, fstype, 0, NULL);
+	if (err)
+		return err;
+	err = lr_start_guard(x, NULL);
+	if (!err)
+		err = lr_aheadfs(x, x->fs.lower, x->fs.mnt, "");
+	if (!err && ahfs_find_sysfs(&x->fs))
+		err = fail(-ENOENT, "no sysfs directory for", x->fs.mnt);
+	return err;
+}
+
+FIXTURE_SETUP(nowait)
+{
+	LR_SETUP(&self->x, nowait_prepare(&self->x, self->why));
+}
+
+FIXTURE_TEARDOWN(nowait)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* Pages of the first @len bytes of @fd in the page cache, or -1. */
+static long resident(int fd, size_t len)
+{
+	static unsigned char vec[COLD_SIZE / 4096 + 1];
+	long n = 0;
+	size_t i;
+	void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	if (mincore(p, len, vec))
+		n = -1;
+	for (i = 0; n >= 0 && i < (len + 4095) / 4096; i++)
+		n += vec[i] & 1;
+	munmap(p, len);
+	return n;
+}
+
+/* Drop @fd's pages (once reads in flight are done); 0 when none is left. */
+static int make_cold(int fd)
+{
+	int i;
+
+	for (i = 0; i <= WAIT_MS / 10; i++) {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (!resident(fd, COLD_SIZE))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * preadv2(RWF_NOWAIT) of 1 MiB at 0, in a child: its result (errno in
+ * *@err), or -2 if it did not return within 5 s (it waits for the device).
+ */
+static ssize_t read_nowait(struct lr *x, int fd, int *err)
+{
+	long *res = x->shared;
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -3;
+	if (!pid) {
+		static char buf[1 << 20];
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+
+		errno = 0;
+		res[0] = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
+		res[1] = res[0] < 0 ? errno : 0;
+		_exit(0);
+	}
+	x->nowait_pid = pid;
+	if (lr_wait(x, pid, 5000, &status))
+		return -2;
+	*err = res[1];
+	return res[0];
+}
+
+#define TRACEFS	"/sys/kernel/tracing"
+
+static int trace_set(const char *file, const char *val)
+{
+	char path[PATH_MAX];
+
+	return ahfs_write_file(ahfs_fmt(path, sizeof(path), "%s/%s", TRACEFS,
+					file), val);
+}
+
+/*
+ * The aheadfs_prefetch events in the trace buffer: how many, and how many
+ * were fired by task @pid (the chunk was issued in that task's context).
+ */
+static int prefetch_events(pid_t pid, long *by_pid)
+{
+	char line[1024], tag[32];
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	int n = 0;
+
+	*by_pid = 0;
+	if (!f)
+		return -1;
+	/* "  comm-PID  [cpu] ..." */
+	snprintf(tag, sizeof(tag), "-%d ", (int)pid);
+	while (fgets(line, sizeof(line), f)) {
+		char *ev = strstr(line, "aheadfs_prefetch:");
+		char *t;
+
+		if (line[0] == '#' || !ev)
+			continue;
+		n++;
+		t = strstr(line, tag);
+		if (t && t < ev)
+			(*by_pid)++;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * preadv2(RWF_NOWAIT) of a cold file returns through aheadfs what it does on
+ * the lower (EAGAIN) without waiting, and the reader issues no prefetch of
+ * its own: what its window plans is issued by aheadfs's worker.
+ */
+TEST_F(nowait, cold_file)
+{
+	static char buf[1 << 20];
+	char l[PATH_MAX], m[PATH_MAX], filter[64];
+	long long chunks, now = -1;
+	long by_reader = 0;
+	ssize_t nl, nm;
+	int lfd, mfd, el = 0, em = 0, i, events;
+
+	if (!self->x.dm[0])
+		SKIP(return, "%s", self->why);
+	if (access(TRACEFS "/events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	ASSERT_EQ(0, access(TRACEFS "/events/aheadfs/aheadfs_prefetch", F_OK));
+	ASSERT_EQ(0, ahfs_make_file(at(l, self->x.fs.lower, "cold"),
+				    COLD_SIZE));
+	lfd = open(l, O_RDWR);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, fsync(lfd));
+	/* Opened before the device is held: only data I/O is left to do. */
+	mfd = open(at(m, self->x.fs.mnt, "cold"), O_RDONLY);
+	ASSERT_LE(0, mfd);
+
+	ASSERT_EQ(0, make_cold(lfd));
+	ASSERT_EQ(0, lr_suspend(&self->x));
+	nl = read_nowait(&self->x, lfd, &el);
+	ASSERT_NE(-2, nl) {
+		TH_LOG("the lower's own RWF_NOWAIT read waited for the device");
+	}
+	ASSERT_EQ(-1, nl) {
+		TH_LOG("the lower itself read %zd bytes of a cold file with RWF_NOWAIT",
+		       nl);
+	}
+	ASSERT_EQ(EAGAIN, el);
+	ASSERT_EQ(0, lr_resume(&self->x));
+
+	/* The lower's own attempt may have started readahead: cold again. */
+	ASSERT_EQ(0, make_cold(lfd));
+	snprintf(filter, sizeof(filter), "dev == %u\n",
+		 major(self->x.fs.dev) << 20 | minor(self->x.fs.dev));
+	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/filter", filter));
+	ASSERT_EQ(0, trace_set("trace", ""));
+	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/enable", "1"));
+	chunks = ahfs_stat(&self->x.fs, "prefetch_chunks");
+	ASSERT_LE(0, chunks);
+	ASSERT_EQ(0, lr_suspend(&self->x));
+	nm = read_nowait(&self->x, mfd, &em);
+	EXPECT_NE(-2, nm) {
+		TH_LOG("the RWF_NOWAIT read through aheadfs waited for the device");
+	}
+	EXPECT_EQ(nl, nm);
+	EXPECT_EQ(el, em) {
+		TH_LOG("through aheadfs: %zd, %s", nm, strerror(em));
+	}
+	/*
+	 * What the worker issues is counted once its I/O could be
+	 * submitted: release the device and give it a bounded while.
+	 */
+	ASSERT_EQ(0, lr_resume(&self->x));
+	for (i = 0; i <= WATCH_MS / 10; i++) {
+		now = ahfs_stat(&self->x.fs, "prefetch_chunks");
+		events = prefetch_events(self->x.nowait_pid, &by_reader);
+		if (now != chunks && events > 0)
+			break;
+		usleep(10000);
+	}
+	trace_set("events/aheadfs/aheadfs_prefetch/enable", "0");
+	events = prefetch_events(self->x.nowait_pid, &by_reader);
+	trace_set("events/aheadfs/aheadfs_prefetch/filter", "0\n");
+	ASSERT_LE(0, events);
+	TH_LOG("%lld chunks counted for the NOWAIT read, %d traced, %ld by the reader",
+	       now - chunks, events, by_reader);
+	EXPECT_EQ(0, by_reader) {
+		TH_LOG("the RWF_NOWAIT reader issued prefetch itself");
+	}
+	/* A chunk counted is a chunk traced: the trace would have seen it. */
+	if (now != chunks)
+		EXPECT_LT(0, events);
+
+	/*
+	 * Control: a blocking read on a fresh open (a window of its own)
+	 * does prefetch, and reads the data.
+	 */
+	close(mfd);
+	mfd = open(m, O_RDONLY);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, make_cold(lfd));
+	chunks = ahfs_stat(&self->x.fs, "prefetch_chunks");
+	ASSERT_EQ(sizeof(buf), pread(mfd, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, ahfs_check_pattern((unsigned char *)buf, sizeof(buf), 0));
+	EXPECT_LT(chunks, ahfs_stat(&self->x.fs, "prefetch_chunks"));
+	close(mfd);
+	close(lfd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Space and inodes go back to the lower at unlink and rmdir           */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(space) {
+	struct lr x;
+};
+
+FIXTURE_SETUP(space)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "space", ""));
+}
+
+FIXTURE_TEARDOWN(space)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+#define BIG		(64LL << 20)
+#define TOL_BYTES	(4LL << 20)
+#define TOL_INODES	4
+
+struct room {
+	long long bytes;	/* free */
+	long long inodes;	/* free */
+};
+
+static struct room room_of(const char *path)
+{
+	struct room r = { -1, -1 };
+	struct statvfs s;
+
+	if (!statvfs(path, &s)) {
+		r.bytes = (long long)s.f_bfree * s.f_frsize;
+		r.inodes = s.f_ffree;
+	}
+	return r;
+}
+
+/*
+ * syncfs the lower and poll it (XFS frees in background inode inactivation)
+ * until @want is back within the tolerances, for at most WAIT_MS; no cache
+ * is dropped.  The last reading.
+ */
+static struct room wait_room(const char *lower, struct room want)
+{
+	int fd = open(lower, O_RDONLY | O_DIRECTORY), i;
+	struct room r = {};
+
+	for (i = 0; i <= WAIT_MS / 20; i++) {
+		if (fd >= 0 && i % 5 == 0)
+			syncfs(fd);
+		r = room_of(lower);
+		if (r.bytes >= want.bytes - TOL_BYTES &&
+		    r.inodes >= want.inodes - TOL_INODES)
+			break;
+		usleep(20000);
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+	if (fd >= 0) {
+		syncfs(fd);
+		close(fd);
+	}
+}
+
+/* Write @len bytes to a new @path and fsync: the open fd, or -errno. */
+static int write_synced(const char *path, long long len)
+{
+	static char b[1 << 20];
+	long long done;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+
+	if (fd < 0)
+		return -errno;
+	memset(b, 0x5a, sizeof(b));
+	for (done = 0; done < len; done += sizeof(b))
+		if (write(fd, b, sizeof(b)) != sizeof(b))
+			break;
+	if (done < len || fsync(fd)) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/*
+ * One run in @root (the lower itself, or aheadfs over it): a 64 MiB file,
+ * unlinked while @hold_open keeps it open or not; how much of the lower's
+ * free space and inodes are missing in the end, and while held open.
+ */
+static void big_run(struct __test_metadata *_metadata, struct lr *x,
+		    const char *root, int hold_open, struct room *kept,
+		    long long *held_bytes)
+{
+	struct room before, used, after;
+	char p[PATH_MAX];
+	int fd;
+
+	sync_dir(x->fs.lower);
+	before = room_of(x->fs.lower);
+	fd = write_synced(at(p, root, "big"), BIG);
+	ASSERT_LE(0, fd);
+	if (!hold_open)
+		close(fd);
+	used = room_of(x->fs.lower);
+	ASSERT_LE(BIG - TOL_BYTES, before.bytes - used.bytes) {
+		TH_LOG("writing %lld bytes used only %lld", BIG,
+		       before.bytes - used.bytes);
+	}
+	ASSERT_EQ(0, unlink(p));
+	if (hold_open) {
+		sync_dir(x->fs.lower);
+		used = room_of(x->fs.lower);
+		*held_bytes = before.bytes - used.bytes;
+		close(fd);
+	}
+	after = wait_room(x->fs.lower, before);
+	kept->bytes = before.bytes - after.bytes;
+	kept->inodes = before.inodes - after.inodes;
+}
+
+/* Many small files (@files, in @dirs subdirectories when > 0) made and removed under @root. */
+static void small_run(struct __test_metadata *_metadata, struct lr *x,
+		      const char *root, int dirs, int files,
+		      struct room *kept)
+{
+	struct room before, used, after;
+	char p[PATH_MAX], t[PATH_MAX];
+	int d, i, per = dirs ? files / dirs : files;
+
+	sync_dir(x->fs.lower);
+	before = room_of(x->fs.lower);
+	ASSERT_EQ(0, mkdir(at(t, root, "t"), 0755));
+	for (d = 0; d < (dirs ? dirs : 1); d++) {
+		if (dirs) {
+			ahfs_fmt(p, sizeof(p), "%s/t/d%d", root, d);
+			ASSERT_EQ(0, mkdir(p, 0755));
+		}
+		for (i = 0; i < per; i++) {
+			if (dirs)
+				ahfs_fmt(p, sizeof(p), "%s/t/d%d/f%d", root,
+					 d, i);
+			else
+				ahfs_fmt(p, sizeof(p), "%s/t/f%d", root, i);
+			ASSERT_EQ(0, ahfs_make_file(p, 4096));
+		}
+	}
+	sync_dir(x->fs.lower);
+	used = room_of(x->fs.lower);
+	ASSERT_LE(files, before.inodes - used.inodes) {
+		TH_LOG("creating %d files used %lld inodes", files,
+		       before.inodes - used.inodes);
+	}
+	for (d = 0; d < (dirs ? dirs : 1); d++) {
+		for (i = 0; i < per; i++) {
+			if (dirs)
+				ahfs_fmt(p, sizeof(p), "%s/t/d%d/f%d", root,
+					 d, i);
+			else
+				ahfs_fmt(p, sizeof(p), "%s/t/f%d", root, i);
+			ASSERT_EQ(0, unlink(p));
+		}
+		if (dirs) {
+			ahfs_fmt(p, sizeof(p), "%s/t/d%d", root, d);
+			ASSERT_EQ(0, rmdir(p));
+		}
+	}
+	ASSERT_EQ(0, rmdir(t));
+	after = wait_room(x->fs.lower, before);
+	kept->bytes = before.bytes - after.bytes;
+	kept->inodes = before.inodes - after.inodes;
+}
+
+static long long at_least0(long long v)
+{
+	return v > 0 ? v : 0;
+}
+
+/* A 64 MiB file unlinked through aheadfs gives its blocks and inode back without a cache drop, as directly. */
+TEST_F_TIMEOUT(space, unlinked_file, 60)
+{
+	struct room ref, kept;
+
+	big_run(_metadata, &self->x, self->x.fs.lower, 0, &ref, NULL);
+	ASSERT_GE(TOL_BYTES, ref.bytes) {
+		TH_LOG("the lower itself kept %lld bytes", ref.bytes);
+	}
+	big_run(_metadata, &self->x, self->x.fs.mnt, 0, &kept, NULL);
+	EXPECT_GE(TOL_BYTES + at_least0(ref.bytes), kept.bytes) {
+		TH_LOG("%lld bytes still used after unlink through aheadfs (directly: %lld)",
+		       kept.bytes, ref.bytes);
+	}
+	EXPECT_GE(at_least0(ref.inodes), kept.inodes) {
+		TH_LOG("%lld inodes still used (directly: %lld)", kept.inodes,
+		       ref.inodes);
+	}
+}
+
+/* A file unlinked through aheadfs while open keeps its space until the last close, then frees it at once. */
+TEST_F_TIMEOUT(space, unlinked_while_open, 60)
+{
+	long long ref_held = 0, held = 0;
+	struct room ref, kept;
+
+	big_run(_metadata, &self->x, self->x.fs.lower, 1, &ref, &ref_held);
+	ASSERT_LE(BIG - TOL_BYTES, ref_held);
+	ASSERT_GE(TOL_BYTES, ref.bytes);
+	big_run(_metadata, &self->x, self->x.fs.mnt, 1, &kept, &held);
+	EXPECT_LE(BIG - TOL_BYTES, held) {
+		TH_LOG("only %lld bytes held by the open unlinked file", held);
+	}
+	EXPECT_GE(TOL_BYTES + at_least0(ref.bytes), kept.bytes) {
+		TH_LOG("%lld bytes still used after the last close (directly: %lld)",
+		       kept.bytes, ref.bytes);
+	}
+	EXPECT_GE(at_least0(ref.inodes), kept.inodes);
+}
+
+/* 200 small files unlinked through aheadfs give their inodes back at once, as directly. */
+TEST_F_TIMEOUT(space, small_files, 60)
+{
+	struct room ref, kept;
+
+	small_run(_metadata, &self->x, self->x.fs.lower, 0, 200, &ref);
+	ASSERT_GE(TOL_INODES, ref.inodes) {
+		TH_LOG("the lower itself kept %lld inodes", ref.inodes);
+	}
+	small_run(_metadata, &self->x, self->x.fs.mnt, 0, 200, &kept);
+	EXPECT_GE(TOL_INODES + at_least0(ref.inodes), kept.inodes) {
+		TH_LOG("%lld inodes still used after unlink through aheadfs (directly: %lld)",
+		       kept.inodes, ref.inodes);
+	}
+	EXPECT_GE(TOL_BYTES + at_least0(ref.bytes), kept.bytes);
+}
+
+/* A tree removed through aheadfs (unlink and rmdir) gives its inodes back at once, as directly. */
+TEST_F_TIMEOUT(space, removed_tree, 60)
+{
+	struct room ref, kept;
+
+	small_run(_metadata, &self->x, self->x.fs.lower, 10, 100, &ref);
+	ASSERT_GE(TOL_INODES, ref.inodes) {
+		TH_LOG("the lower itself kept %lld inodes", ref.inodes);
+	}
+	small_run(_metadata, &self->x, self->x.fs.mnt, 10, 100, &kept);
+	EXPECT_GE(TOL_INODES + at_least0(ref.inodes), kept.inodes) {
+		TH_LOG("%lld inodes still used after rmdir through aheadfs (directly: %lld)",
+		       kept.inodes, ref.inodes);
+	}
+	EXPECT_GE(TOL_BYTES + at_least0(ref.bytes), kept.bytes);
+}
+
+TEST_HARNESS_MAIN
