@@ -21,8 +21,8 @@
  * have an fd of their own.
  *
  * Replay one seed up to the failing op (both from the failure message): with
- * AHEADFS_FSX_SEED set, the "replay" test runs that seed and the other
- * random ones skip; in a guest:
+ * AHEADFS_FSX_SEED set, the "new_or_replayed_seed" test runs that seed and
+ * the fixed-seed ones skip; in a guest:
  *	scripts/vm-run --kernel 6.12 -- env AHEADFS_FSX_SEED=0x... \
  *		AHEADFS_FSX_OPS=N scripts/guest-run --only fsx --no-stress --fstypes ext4
  * AHEADFS_FSX_VERBOSE=1 logs every op; AHEADFS_FSX_FULL=1 compares every
@@ -1592,7 +1592,7 @@ static const char *replay_seed(void)
 TEST_F_TIMEOUT(fsx, name, 300)							\
 {										\
 	if (replay_seed())							\
-		SKIP(return, "AHEADFS_FSX_SEED is set: the replay test runs it");	\
+		SKIP(return, "AHEADFS_FSX_SEED is set: new_or_replayed_seed runs it"); \
 	ASSERT_EQ(0, fsx_run(&self->fs, seed));				\
 }
 
@@ -1601,29 +1601,27 @@ FSX_SEED_TEST(seed_2, 0xa4ead5f5ULL)
 FSX_SEED_TEST(seed_3, 0x62e00ULL)
 FSX_SEED_TEST(seed_4, 0x5eed0000c0ffeeULL)
 
-/* A new seed each run, printed so that a failure can be replayed. */
-TEST_F_TIMEOUT(fsx, time_seed, 300)
-{
-	struct timespec ts;
-	unsigned long long seed;
-
-	if (replay_seed())
-		SKIP(return, "AHEADFS_FSX_SEED is set: the replay test runs it");
-	clock_gettime(CLOCK_REALTIME, &ts);
-	seed = (unsigned long long)ts.tv_sec * 1000003ULL ^ ts.tv_nsec ^
-	       (unsigned long long)getpid() << 32;
-	TH_LOG("time seed %#llx: replay with AHEADFS_FSX_SEED=%#llx", seed, seed);
-	ASSERT_EQ(0, fsx_run(&self->fs, seed));
-}
-
-/* AHEADFS_FSX_SEED (and AHEADFS_FSX_OPS) from the environment. */
-TEST_F_TIMEOUT(fsx, replay, 600)
+/*
+ * A new seed each run, printed so that a failure can be replayed; or the
+ * seed being replayed, AHEADFS_FSX_SEED (and AHEADFS_FSX_OPS).
+ */
+TEST_F_TIMEOUT(fsx, new_or_replayed_seed, 600)
 {
 	const char *s = replay_seed();
+	unsigned long long seed;
+	struct timespec ts;
 
-	if (!s)
-		SKIP(return, "set AHEADFS_FSX_SEED to replay a seed");
-	ASSERT_EQ(0, fsx_run(&self->fs, strtoull(s, NULL, 0)));
+	if (s) {
+		seed = strtoull(s, NULL, 0);
+		TH_LOG("replaying seed %#llx", seed);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (unsigned long long)ts.tv_sec * 1000003ULL ^ ts.tv_nsec ^
+		       (unsigned long long)getpid() << 32;
+		TH_LOG("time seed %#llx: replay with AHEADFS_FSX_SEED=%#llx",
+		       seed, seed);
+	}
+	ASSERT_EQ(0, fsx_run(&self->fs, seed));
 }
 
 TEST_HARNESS_MAIN
