@@ -1398,7 +1398,7 @@ TEST_F(automount, debugfs_tracing)
 	struct statx sx;
 	struct dirent *de;
 	struct stat st;
-	int found = 0, fd;
+	int found = 0, fd, kfd;
 	DIR *d;
 
 	ASSERT_EQ(0, mkdir(self->dbg, 0755));
@@ -1435,8 +1435,13 @@ TEST_F(automount, debugfs_tracing)
 	EXPECT_TRUE(found) {
 		TH_LOG("readdir of aheadfs over debugfs did not list tracing");
 	}
+	kfd = ahfs_kmsg_open();
+	ASSERT_LE(0, kfd);
 	EXPECT_EQ(-1, lstat(at(p, self->x.fs.mnt, "tracing"), &st));
 	EXPECT_EQ(EREMOTE, errno);
+	/* The refusal says why, once, in the kernel log. */
+	EXPECT_TRUE(ahfs_kmsg_grep(kfd, "aheadfs: tracing: an automount point in the lower, not stacked (EREMOTE)"));
+	close(kfd);
 	EXPECT_EQ(-1, statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &sx));
 	EXPECT_EQ(EREMOTE, errno);
 	fd = open(p, O_RDONLY | O_DIRECTORY);
