@@ -47,12 +47,16 @@ enum aheadfs_stat {
 	AHEADFS_STAT_read_absent_bytes,
 	AHEADFS_STAT_absent_reqs,
 	AHEADFS_STAT_uncached_tails,
+	AHEADFS_STAT_read_inflight_bytes,
+	AHEADFS_STAT_wait_reqs,
 	AHEADFS_STAT_write_reqs,
 	AHEADFS_STAT_write_bytes,
 	AHEADFS_STAT_prefetch_chunks,
 	AHEADFS_STAT_prefetch_bytes,
 	AHEADFS_STAT_prefetch_hit_bytes,
 	AHEADFS_STAT_prefetch_wasted_bytes,
+	AHEADFS_STAT_prefetch_demand_chunks,
+	AHEADFS_STAT_prefetch_demand_bytes,
 	AHEADFS_STAT_copy_reqs,
 	AHEADFS_STAT_copy_bytes,
 	AHEADFS_STAT_copy_clone,
@@ -296,10 +300,16 @@ size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi);
 ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to);
 
 /* Bytes of a range found in the lower page cache, summed in offset order. */
+/*
+ * What a range finds in the lower page cache: up to date (present), cached
+ * but still being read (inflight: the reader waits for the device), or not
+ * cached at all (absent).
+ */
 struct aheadfs_presence {
 	u64 present;
+	u64 inflight;
 	u64 absent;
-	bool hole_first;	/* an absent byte came before a present one */
+	bool hole_first;	/* an absent byte came before a cached one */
 };
 
 void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
@@ -308,8 +318,8 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 /* prefetch.c */
 int aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
-void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait);
+bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
+			      bool nowait, struct aheadfs_presence *meter);
 int aheadfs_prefetch_init(void);
 void aheadfs_prefetch_exit(void);
 

@@ -128,7 +128,7 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			n = min_t(u64, txn, end - in);
 		}
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_txns);
-		aheadfs_prefetch_request(file_in, in, n, false);
+		aheadfs_prefetch_request(file_in, in, n, false, NULL);
 		w = copy_txn(lin, &in, lout, &out, n);
 		if (w <= 0) {
 			ret = w;

@@ -17,11 +17,27 @@
 #include "window.h"
 #include "trace.h"
 
+/*
+ * Per open file.  The reader plans the window under @lock; @work submits the
+ * planned chunks, so that the reader allocates and submits only what it
+ * reads itself.  @work never outlives the file: release cancels it.
+ */
 struct aheadfs_pf_state {
-	spinlock_t lock;		/* protects w */
+	spinlock_t lock;		/* protects w, cursor and dying */
 	struct aheadfs_window w;
+	unsigned int cursor;		/* the worker's next stream */
+	bool dying;			/* release: submit nothing more */
 	bool set_random;		/* we set FMODE_RANDOM on the lower */
+	struct file *file;		/* ours; valid while @work may run */
+	struct work_struct work;
+	wait_queue_head_t submitted;	/* a chunk of a stream went out */
 };
+
+/* Chunks one run of the worker submits before it yields the CPU. */
+#define AHEADFS_PF_BATCH	4
+
+static struct workqueue_struct *aheadfs_pf_wq;
+static void pf_work_fn(struct work_struct *work);
 
 /*
  * In every mode but `kernel`, the lower file reads exactly what it is asked
@@ -56,6 +72,9 @@ int aheadfs_prefetch_open(struct file *file)
 	if (!pf)
 		return -ENOMEM;
 	spin_lock_init(&pf->lock);
+	pf->file = file;
+	INIT_WORK(&pf->work, pf_work_fn);
+	init_waitqueue_head(&pf->submitted);
 	AHEADFS_F(file)->pf = pf;
 	lower_readahead(aheadfs_lower_file(file), pf,
 			READ_ONCE(sbi->prefetch_mode) != AHEADFS_PF_KERNEL);
@@ -88,7 +107,15 @@ void aheadfs_prefetch_release(struct file *file)
 
 	if (!pf)
 		return;
-	/* The last reference is gone: nobody else can hold the lock. */
+	/*
+	 * A closed file submits nothing more: the worker stops at its next
+	 * chunk, and what it had not submitted is neither read nor wasted.
+	 */
+	spin_lock(&pf->lock);
+	pf->dying = true;
+	spin_unlock(&pf->lock);
+	cancel_work_sync(&pf->work);
+	/* The last reference is gone and the worker too: the lock is ours. */
 	wasted = aheadfs_window_drop(&pf->w, &delta);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes, wasted);
 	window_gauge(sbi, delta);
@@ -124,72 +151,151 @@ static u64 mem_room(struct aheadfs_sb_info *sbi)
 }
 
 /*
- * Read [start, end) into the lower page cache in chunks of @txn, ascending.
- * page_cache_ra_unbounded() adds the folios (locked, so they count as
- * present at once) and submits the reads without waiting for them; pages
- * already cached are skipped.
+ * Read [pos, pos + len) into the lower page cache as one readahead request.
+ * page_cache_ra_unbounded() adds the missing folios (locked until their read
+ * completes) and submits the reads without waiting for them; pages already
+ * cached are skipped.
  */
+static void read_ahead(struct file *lower, u64 pos, u64 len)
+{
+	pgoff_t first = pos >> PAGE_SHIFT;
+	DEFINE_READAHEAD(ractl, lower, &lower->f_ra, lower->f_mapping, first);
+
+	page_cache_ra_unbounded(&ractl,
+				((pos + len - 1) >> PAGE_SHIFT) - first + 1, 0);
+}
+
+static void issue_chunk(struct file *file, struct file *lower, u64 pos,
+			u64 len, u64 window)
+{
+	struct super_block *sb = file_inode(file)->i_sb;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+
+	read_ahead(lower, pos, len);
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_chunks);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_bytes, len);
+	trace_aheadfs_prefetch(file_inode(file)->i_ino, pos, len, window,
+			       sb->s_dev);
+}
+
+/* Legacy: the reader submits its one chunk itself, in chunks of @txn. */
 static void issue(struct file *file, struct file *lower, u64 start, u64 end,
 		  u64 txn, u64 window)
 {
-	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	struct address_space *mapping = lower->f_mapping;
 	u64 pos, len;
 
 	for (pos = start; pos < end; pos += len) {
-		pgoff_t first = pos >> PAGE_SHIFT;
-		DEFINE_READAHEAD(ractl, lower, &lower->f_ra, mapping, first);
-
 		len = min(end - pos, txn);
-		page_cache_ra_unbounded(&ractl,
-					((pos + len - 1) >> PAGE_SHIFT) - first + 1,
-					0);
-		aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_chunks);
-		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_bytes, len);
-		trace_aheadfs_prefetch(file_inode(file)->i_ino, pos, len,
-				       window, file_inode(file)->i_sb->s_dev);
+		issue_chunk(file, lower, pos, len, window);
 		if (fatal_signal_pending(current))
 			break;
 	}
 }
 
-/*
- * A reader that must not block (IOCB_NOWAIT) still moves its window; the
- * chunks it plans are issued by a worker, which holds the file until done.
- */
-struct pf_work {
-	struct work_struct work;
-	struct file *file;
-	u64 start, end, txn, win;
-};
-
-static struct workqueue_struct *aheadfs_pf_wq;
-
-static void pf_work_fn(struct work_struct *work)
+/* Chunk @c is out: the stream counts it, a reader waiting for it goes on. */
+static void chunk_done(struct aheadfs_pf_state *pf,
+		       const struct aheadfs_pf_chunk *c)
 {
-	struct pf_work *pw = container_of(work, struct pf_work, work);
-
-	issue(pw->file, aheadfs_lower_file(pw->file), pw->start, pw->end,
-	      pw->txn, pw->win);
-	fput(pw->file);
-	kfree(pw);
+	spin_lock(&pf->lock);
+	aheadfs_window_submitted(&pf->w, c);
+	spin_unlock(&pf->lock);
+	wake_up_all(&pf->submitted);
 }
 
-static void issue_async(struct file *file, u64 start, u64 end, u64 txn,
-			u64 win)
+/*
+ * The worker: submits the planned chunks of every stream of the file, round
+ * robin, AHEADFS_PF_BATCH per run, and queues itself again for the rest, so
+ * that one file's window never holds a worker for long and release waits
+ * for at most one batch.
+ */
+static void pf_work_fn(struct work_struct *work)
 {
-	struct pf_work *pw = kmalloc(sizeof(*pw), GFP_NOWAIT | __GFP_NOWARN);
+	struct aheadfs_pf_state *pf = container_of(work, struct aheadfs_pf_state,
+						   work);
+	struct file *file = pf->file;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	struct file *lower = aheadfs_lower_file(file);
+	u64 txn = aheadfs_txn_size(sbi);
+	struct aheadfs_pf_chunk c;
+	u64 len;
+	int n;
 
-	/* Prefetch is advice: without memory to ask, it is not asked. */
-	if (!pw)
+	for (n = 0; n < AHEADFS_PF_BATCH; n++) {
+		spin_lock(&pf->lock);
+		len = pf->dying ? 0 : aheadfs_window_next_chunk(&pf->w, txn,
+								&pf->cursor,
+								&c);
+		spin_unlock(&pf->lock);
+		if (!len)
+			return;
+		issue_chunk(file, lower, c.start, c.len, c.win);
+		chunk_done(pf, &c);
+	}
+	queue_work(aheadfs_pf_wq, work);
+}
+
+/*
+ * The part of the reader's own request that is not in the page cache, read
+ * as one request before the reader waits on it: the lower file (random
+ * access, see lower_readahead()) would read it in pieces of its maximum I/O
+ * size, waiting for each before asking for the next.
+ */
+static void issue_demand(struct file *file, struct file *lower, u64 pos,
+			 u64 end)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	pgoff_t first = pos >> PAGE_SHIFT;
+	pgoff_t last = (end - 1) >> PAGE_SHIFT;
+	pgoff_t miss;
+
+	miss = page_cache_next_miss(lower->f_mapping, first, last - first + 1);
+	if (miss - first > last - first)
 		return;
-	INIT_WORK(&pw->work, pf_work_fn);
-	pw->file = get_file(file);
-	pw->start = start;
-	pw->end = end;
-	pw->txn = txn;
-	pw->win = win;
-	queue_work(aheadfs_pf_wq, &pw->work);
+	pos = max_t(u64, pos, (u64)miss << PAGE_SHIFT);
+	read_ahead(lower, pos, end - pos);
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_demand_chunks);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_demand_bytes, end - pos);
+}
+
+static bool stream_busy(struct aheadfs_pf_state *pf, int i, u64 limit)
+{
+	bool busy;
+
+	spin_lock(&pf->lock);
+	busy = !pf->dying && aheadfs_stream_busy(&pf->w, i, limit);
+	spin_unlock(&pf->lock);
+	return busy;
+}
+
+/*
+ * What the next request of the stream will read, where the worker has not
+ * submitted it yet (the window's first request, or a worker behind): the
+ * reader submits it, after its own bytes, or waits for the worker to finish
+ * the chunk it holds there.  Either way the next request finds its bytes
+ * in the page cache.
+ */
+static void issue_next(struct file *file, struct file *lower,
+		       struct aheadfs_pf_state *pf,
+		       const struct aheadfs_pf_plan *plan, u64 txn)
+{
+	struct aheadfs_pf_chunk c;
+	u64 len;
+
+	for (;;) {
+		if (wait_event_killable(pf->submitted,
+					!stream_busy(pf, plan->stream,
+						     plan->sync_end)))
+			return;
+		spin_lock(&pf->lock);
+		len = pf->dying ? 0 : aheadfs_stream_take(&pf->w, plan->stream,
+							  plan->sync_end, txn,
+							  &c);
+		spin_unlock(&pf->lock);
+		if (!len)
+			return;
+		issue_chunk(file, lower, c.start, c.len, c.win);
+		chunk_done(pf, &c);
+	}
 }
 
 int aheadfs_prefetch_init(void)
@@ -198,14 +304,20 @@ int aheadfs_prefetch_init(void)
 	return aheadfs_pf_wq ? 0 : -ENOMEM;
 }
 
-/* Every queued chunk has been issued, and its file reference dropped. */
+/* Release cancelled every file's work: nothing is left to drain. */
 void aheadfs_prefetch_exit(void)
 {
 	destroy_workqueue(aheadfs_pf_wq);
 }
 
-void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait)
+/*
+ * Plan the window for a read of [pos, pos + count) and have it submitted.
+ * In ahead mode the request's own bytes are metered into @meter (if not
+ * NULL) before its missing part is submitted, so that the counters say
+ * what the window had ready; returns whether it metered them.
+ */
+bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
+			      bool nowait, struct aheadfs_presence *meter)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
 	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
@@ -217,17 +329,17 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	loff_t isize;
 
 	if (!pf || !count || pos < 0)
-		return;
+		return false;
 	lower_readahead(lower, pf, mode != AHEADFS_PF_KERNEL);
 	if (mode != AHEADFS_PF_AHEAD && mode != AHEADFS_PF_LEGACY)
-		return;
+		return false;
 	if (!can_prefetch(lower))
-		return;
+		return false;
 
 	isize = i_size_read(file_inode(lower));
 	/* Nothing to fetch past the end; nor a window sized by that part. */
 	if (pos >= isize)
-		return;
+		return false;
 	rq = (struct aheadfs_pf_req){
 		.pos = pos,
 		.count = min_t(u64, count, isize - pos),
@@ -243,10 +355,8 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	spin_unlock(&pf->lock);
 
 	window_gauge(sbi, plan.win_delta);
-	if (plan.issue_end > plan.issue_start && nowait)
-		issue_async(file, plan.issue_start, plan.issue_end, rq.txn,
-			    plan.win);
-	else if (plan.issue_end > plan.issue_start)
+	/* The old prefetcher: the reader submits, and only its txn. */
+	if (rq.legacy && plan.issue_end > plan.issue_start && !nowait)
 		issue(file, lower, plan.issue_start, plan.issue_end, rq.txn,
 		      plan.win);
 	/* What this request reads of earlier prefetch: still there, or lost. */
@@ -254,10 +364,25 @@ void aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		aheadfs_cache_presence(lower->f_mapping, plan.hit_start,
 				       plan.hit_end - plan.hit_start, &pr);
 		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_hit_bytes,
-				 pr.present);
+				 pr.present + pr.inflight);
 		plan.wasted += pr.absent;
 	}
+	/*
+	 * Ahead: the reader's own missing bytes first, then the window beyond
+	 * them by the worker.  A reader that must not block (IOCB_NOWAIT)
+	 * submits nothing itself.
+	 */
+	if (!rq.legacy && meter)
+		aheadfs_cache_presence(lower->f_mapping, rq.pos, rq.count,
+				       meter);
+	if (!rq.legacy && !nowait) {
+		issue_demand(file, lower, rq.pos, rq.pos + rq.count);
+		issue_next(file, lower, pf, &plan, rq.txn);
+	}
+	if (!rq.legacy && plan.issue_end > plan.issue_start)
+		queue_work(aheadfs_pf_wq, &pf->work);
 	if (plan.wasted)
 		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes,
 				 plan.wasted);
+	return !rq.legacy && meter;
 }

@@ -35,10 +35,13 @@ size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi)
 #define PRESENCE_BATCH	1024
 
 /*
- * Add the bytes of [pos, pos + len) whose pages are in @mapping (up to date
- * or under I/O: any folio in the page cache; shadow entries of evicted pages
- * are absent) to @pr, in ascending order, noting an absent byte before a
- * present one.
+ * Sort the bytes of [pos, pos + len) by what their pages are in @mapping: up
+ * to date (present), in the page cache but not up to date (inflight: a read
+ * of them has been submitted and the reader would wait for it), or not there
+ * (absent; shadow entries of evicted pages are absent), noting an absent
+ * byte before a cached one.  The folio flags are read under RCU without a
+ * reference: a folio freed meanwhile gives a stale verdict on one page of a
+ * statistic, never a wrong access (struct folio memory is never freed).
  */
 void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr)
@@ -62,13 +65,18 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			u64 b = min_t(u64, ((u64)index + 1) << PAGE_SHIFT, end);
 
 			entry = xas_next(&xas);
-			if (entry && !xa_is_value(entry)) {
-				pr->present += b - a;
-				if (pr->absent)
-					pr->hole_first = true;
-			} else {
+			if (!entry || xa_is_value(entry)) {
 				pr->absent += b - a;
+				continue;
 			}
+			if (pr->absent)
+				pr->hole_first = true;
+			/* A retry entry: the folio is being split or moved. */
+			if (!xa_is_internal(entry) &&
+			    folio_test_uptodate((struct folio *)entry))
+				pr->present += b - a;
+			else
+				pr->inflight += b - a;
 		}
 		rcu_read_unlock();
 		cond_resched();
@@ -96,11 +104,15 @@ static void account(struct aheadfs_sb_info *sbi, ssize_t ret, u64 txns,
 	aheadfs_stat_add(sbi, AHEADFS_STAT_read_txns, txns);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_read_present_bytes, pr->present);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_read_absent_bytes, pr->absent);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_read_inflight_bytes, pr->inflight);
 	if (pr->absent) {
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_absent_reqs);
-		if (pr->present && !pr->hole_first)
+		if ((pr->present || pr->inflight) && !pr->hole_first)
 			aheadfs_stat_inc(sbi, AHEADFS_STAT_uncached_tails);
 	}
+	/* Waited for the device: part of it was not up to date. */
+	if (pr->absent || pr->inflight)
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_wait_reqs);
 }
 
 /*
@@ -148,6 +160,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	size_t count = iov_iter_count(to);
 	/* Direct I/O bypasses the page cache: no prefetch, nothing to meter. */
 	bool cached = !(iocb->ki_flags & IOCB_DIRECT);
+	bool metered = false;
 	u64 txns = 0;
 	ssize_t ret;
 
@@ -157,12 +170,13 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	 * not start I/O (IOCB_NOIO) has none.
 	 */
 	if (cached && !(iocb->ki_flags & IOCB_NOIO))
-		aheadfs_prefetch_request(file, pos, count,
-					 iocb->ki_flags & IOCB_NOWAIT);
+		metered = aheadfs_prefetch_request(file, pos, count,
+						   iocb->ki_flags & IOCB_NOWAIT,
+						   &pr);
 
 	if (is_sync_kiocb(iocb)) {
-		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi), cached,
-				&txns, &pr);
+		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi),
+				cached && !metered, &txns, &pr);
 	} else {
 		/*
 		 * Async (io_uring, libaio) goes down in one piece, so that it
@@ -170,7 +184,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 		 * the whole request, the lower's buffered path reads page by
 		 * page anyway, and its direct I/O path splits into bios.
 		 */
-		if (cached)
+		if (cached && !metered)
 			meter(lower, pos, count, &pr);
 		txns = 1;
 		ret = aheadfs_lower_rw(iocb, lower, to, READ);

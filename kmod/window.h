@@ -67,7 +67,11 @@ struct aheadfs_stream {
 	u64 last_pos;	/* start of the stream's last request */
 	u64 next;	/* where its next sequential request starts */
 	u64 pf_start;	/* first prefetched byte not yet read or written off */
-	u64 ra_end;	/* end of what has been prefetched */
+	u64 ra_end;	/* end of what has been planned for prefetch */
+	u64 claimed;	/* end of what has been taken for submission */
+	u64 issued;	/* end of what has been submitted, <= claimed */
+	u32 subs;	/* chunks taken and not yet submitted */
+	u32 gen;	/* which stream of the slot this is */
 	u64 win;	/* window: grows on sequential requests */
 	u64 gauge;	/* what this stream adds to the mount's window_cur */
 	u64 lru;
@@ -80,6 +84,15 @@ struct aheadfs_window {
 	struct aheadfs_stream s[AHEADFS_PF_STREAMS];
 	u64 tick;
 	u32 duds;
+	u32 gen;
+};
+
+/* A chunk taken for submission: where, and from which stream. */
+struct aheadfs_pf_chunk {
+	u64 start, len;
+	u64 win;		/* the stream's window then */
+	int stream;
+	u32 gen;
 };
 
 /* What prefetch.c knows about a request when it asks for a plan. */
@@ -100,6 +113,8 @@ struct aheadfs_pf_plan {
 	u64 wasted;			/* prefetched, never to be read */
 	s64 win_delta;			/* change of the mount's window_cur */
 	u64 win;			/* the stream's window after this */
+	int stream;			/* the request's stream (-1: none) */
+	u64 sync_end;			/* the reader submits up to here */
 };
 
 static inline bool aheadfs_stream_match(const struct aheadfs_stream *s,
@@ -114,10 +129,12 @@ static inline bool aheadfs_stream_match(const struct aheadfs_stream *s,
 	return s->live && pos >= s->last_pos && pos <= s->next;
 }
 
-/* Bytes a stream had prefetched that nobody has read yet. */
+/* Bytes a stream had prefetched (submitted) that nobody has read yet. */
 static inline u64 aheadfs_stream_unread(const struct aheadfs_stream *s)
 {
-	return s->ra_end > s->pf_start ? s->ra_end - s->pf_start : 0;
+	u64 e = aheadfs_min64(s->ra_end, s->issued);
+
+	return e > s->pf_start ? e - s->pf_start : 0;
 }
 
 static inline int aheadfs_window_slot(struct aheadfs_window *w, u64 pos,
@@ -172,7 +189,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	bool found, fwd;
 	int i;
 
-	*p = (struct aheadfs_pf_plan){ 0 };
+	*p = (struct aheadfs_pf_plan){ .stream = -1 };
 	if (!req)
 		return;
 	if (rq->legacy) {
@@ -195,14 +212,16 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 		*s = (struct aheadfs_stream){
 			.last_pos = pos, .next = end,
 			.pf_start = end, .ra_end = end,
+			.claimed = end, .issued = end, .gen = ++w->gen,
 			.win = req, .live = true,
 			.confirmed = w->duds < AHEADFS_PF_DUD_LIMIT,
 		};
 		fwd = false;
 	} else {
 		fwd = pos == s->next;
+		/* Only what the worker has submitted was prefetched. */
 		hs = aheadfs_max64(pos, s->pf_start);
-		he = aheadfs_min64(end, s->ra_end);
+		he = aheadfs_min64(end, aheadfs_min64(s->ra_end, s->issued));
 		if (he > hs) {
 			p->hit_start = hs;
 			p->hit_end = he;
@@ -210,6 +229,9 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 		}
 		if (end >= s->ra_end)
 			s->pf_start = s->ra_end = end;
+		/* The reader reads what it passed itself: not the worker's. */
+		s->claimed = aheadfs_max64(s->claimed, end);
+		s->issued = aheadfs_max64(s->issued, end);
 		if (fwd) {
 			if (!s->confirmed) {
 				s->confirmed = true;
@@ -225,6 +247,13 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	}
 	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);
 	s->lru = ++w->tick;
+	/*
+	 * The worker submits the window; the reader submits what the next
+	 * request of this size would read, if the worker has not yet: the
+	 * window's first request, and a worker that fell behind.
+	 */
+	p->stream = i;
+	p->sync_end = aheadfs_sat_add(end, req);
 
 	want = 0;
 	if (s->confirmed) {
@@ -253,6 +282,95 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 		p->issue_end = he;
 		s->ra_end = he;
 	}
+}
+
+static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,
+				       u64 limit, u64 txn,
+				       struct aheadfs_pf_chunk *c)
+{
+	struct aheadfs_stream *s = &w->s[i];
+	u64 e = aheadfs_min64(s->ra_end, limit);
+
+	if (!s->live || s->claimed >= e)
+		return 0;
+	c->start = s->claimed;
+	c->len = aheadfs_min64(e - s->claimed, txn);
+	c->win = s->gauge;
+	c->stream = i;
+	c->gen = s->gen;
+	s->claimed += c->len;
+	s->subs++;
+	return c->len;
+}
+
+/*
+ * Whether the worker is still submitting a chunk of stream @i below @limit:
+ * the reader waits for it rather than find its next bytes missing.
+ */
+static inline bool aheadfs_stream_busy(const struct aheadfs_window *w, int i,
+				       u64 limit)
+{
+	const struct aheadfs_stream *s;
+
+	if (i < 0 || i >= AHEADFS_PF_STREAMS)
+		return false;
+	s = &w->s[i];
+	return s->live && s->subs &&
+	       s->issued < aheadfs_min64(s->claimed, limit);
+}
+
+/*
+ * The reader's next chunk: at most @txn bytes of what stream @i planned and
+ * nobody has taken, below @limit.  Returns its length (0: nothing left).
+ * Called when the stream is not busy, so chunks are submitted in order.
+ */
+static inline u64 aheadfs_stream_take(struct aheadfs_window *w, int i,
+				      u64 limit, u64 txn,
+				      struct aheadfs_pf_chunk *c)
+{
+	if (i < 0 || i >= AHEADFS_PF_STREAMS)
+		return 0;
+	return aheadfs_stream_claim(w, i, limit, txn, c);
+}
+
+/*
+ * The worker's next chunk: at most @txn bytes of the planned but not yet
+ * taken part of a stream, taking the streams round robin from *@cursor.
+ * Returns its length (0: nothing left).
+ */
+static inline u64 aheadfs_window_next_chunk(struct aheadfs_window *w,
+					    u64 txn, unsigned int *cursor,
+					    struct aheadfs_pf_chunk *c)
+{
+	unsigned int n;
+
+	for (n = 0; n < AHEADFS_PF_STREAMS; n++) {
+		int i = (*cursor + n) % AHEADFS_PF_STREAMS;
+
+		if (aheadfs_stream_claim(w, i, AHEADFS_LOFF_MAX, txn, c)) {
+			*cursor = (i + 1) % AHEADFS_PF_STREAMS;
+			return c->len;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Chunk @c has been submitted.  What is submitted counts without a gap: a
+ * chunk done before one below it (the reader's and the worker's may cross)
+ * counts once no chunk of the stream is left in submission.
+ */
+static inline void aheadfs_window_submitted(struct aheadfs_window *w,
+					    const struct aheadfs_pf_chunk *c)
+{
+	struct aheadfs_stream *s = &w->s[c->stream];
+
+	if (!s->live || s->gen != c->gen)
+		return;
+	if (!--s->subs)
+		s->issued = s->claimed;
+	else if (s->issued >= c->start)
+		s->issued = aheadfs_max64(s->issued, c->start + c->len);
 }
 
 /* Close: every stream's unread prefetch is wasted.  Returns the bytes. */

@@ -2562,8 +2562,11 @@ TEST_F(nowait, cold_file)
 	ASSERT_LE(0, mfd);
 	ASSERT_EQ(0, make_cold(lfd));
 	chunks = ahfs_stat(&self->x.fs, "prefetch_chunks");
+	now = ahfs_stat(&self->x.fs, "prefetch_demand_chunks");
 	ASSERT_EQ(sizeof(buf), pread(mfd, buf, sizeof(buf), 0));
 	EXPECT_EQ(0, ahfs_check_pattern((unsigned char *)buf, sizeof(buf), 0));
+	/* Its own bytes as one request, and the next request's too. */
+	EXPECT_EQ(now + 1, ahfs_stat(&self->x.fs, "prefetch_demand_chunks"));
 	EXPECT_LT(chunks, ahfs_stat(&self->x.fs, "prefetch_chunks"));
 	close(mfd);
 	close(lfd);

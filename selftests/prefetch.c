@@ -40,6 +40,7 @@ FIXTURE_TEARDOWN(prefetch)
 struct snap {
 	long long reqs, txns, absent_reqs, tails, absent_bytes, present_bytes;
 	long long chunks, pf_bytes, hit, wasted, peak;
+	long long waits, inflight, demand, demand_bytes;
 };
 
 static void snap(struct ahfs *fs, struct snap *s)
@@ -55,6 +56,10 @@ static void snap(struct ahfs *fs, struct snap *s)
 	s->hit = ahfs_stat(fs, "prefetch_hit_bytes");
 	s->wasted = ahfs_stat(fs, "prefetch_wasted_bytes");
 	s->peak = ahfs_stat(fs, "window_peak");
+	s->waits = ahfs_stat(fs, "wait_reqs");
+	s->inflight = ahfs_stat(fs, "read_inflight_bytes");
+	s->demand = ahfs_stat(fs, "prefetch_demand_chunks");
+	s->demand_bytes = ahfs_stat(fs, "prefetch_demand_bytes");
 }
 
 #define DELTA(a, b, f)	((b).f - (a).f)
@@ -685,6 +690,191 @@ TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
 	EXPECT_EQ(0, DELTA(b, d, absent_reqs));
 	EXPECT_EQ(0, DELTA(a, d, wasted));
+}
+
+/*
+ * The first request of a stream: its own bytes are submitted as one request
+ * (not in the lower's maximum-I/O-size pieces, one latency after another),
+ * then what the next request will read; the second request finds nothing
+ * that still has to be submitted.
+ */
+TEST_F_TIMEOUT(prefetch, first_request_one_demand_chunk, 300)
+{
+	const size_t req = 8 * MIB + 256 * KIB;
+	char path[PATH_MAX];
+	struct snap a, b, c;
+	int fd;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 64 * MIB));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ((ssize_t)req, pread(fd, self->buf, req, 0));
+	snap(&self->fs, &b);
+	ASSERT_EQ((ssize_t)req, pread(fd, self->buf, req, req));
+	snap(&self->fs, &c);
+	EXPECT_EQ(0, ahfs_check_pattern(self->buf, req, req));
+	close(fd);
+	TH_LOG("first: %lld demand chunks (%lld B), %lld window chunks; second: %lld demand chunks, %lld absent B",
+	       DELTA(a, b, demand), DELTA(a, b, demand_bytes),
+	       DELTA(a, b, chunks), DELTA(b, c, demand),
+	       DELTA(b, c, absent_bytes));
+	EXPECT_EQ(1, DELTA(a, b, demand));
+	EXPECT_EQ((long long)req, DELTA(a, b, demand_bytes));
+	EXPECT_EQ((long long)req, DELTA(a, b, absent_bytes));
+	EXPECT_EQ(1, DELTA(a, b, waits));
+	/* The next request's bytes went out with the first, in txn chunks. */
+	EXPECT_LE(2, DELTA(a, b, chunks));
+	EXPECT_LE((long long)req, DELTA(a, b, pf_bytes));
+	EXPECT_EQ(0, DELTA(b, c, demand));
+	EXPECT_EQ(0, DELTA(b, c, absent_bytes));
+}
+
+/*
+ * A lower whose every read costs a fixed latency (dm-delay over a loop
+ * device): what was submitted but has not completed when a request reads it
+ * is "inflight", and the request counts as one that waited, so the counters
+ * tell what the clock does.
+ */
+#define SLOW_MS		300
+#define SLOW_IMG	(128 * MIB)
+
+FIXTURE(slow) {
+	struct ahfs fs;
+	char loopdev[64];
+	char dm[64];
+	char lower_mnt;		/* the dm device is mounted on fs.lower */
+	unsigned char *buf;
+};
+
+static int slow_prepare(struct ahfs *fs, char *loopdev, char *dm,
+			char *lower_mnt, const char *file, off_t len)
+{
+	char img[PATH_MAX], cmd[PATH_MAX + 64], dev[PATH_MAX];
+	FILE *f;
+	int err;
+
+	err = ahfs_setup(fs, "slow", NULL);
+	if (err)
+		return err;
+	ahfs_run("modprobe dm-delay 2>/dev/null");
+	ahfs_fmt(img, sizeof(img), "%s/img", fs->base);
+	/* The file is written before the delay is there. */
+	if (ahfs_run("truncate -s %ld '%s' && mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 '%s'",
+		     (long)SLOW_IMG, img, img) ||
+	    ahfs_run("mount -o loop '%s' '%s'", img, fs->lower))
+		return -EIO;
+	err = ahfs_make_file(ahfs_l(fs, dev, file), len);
+	if (ahfs_run("umount '%s'", fs->lower) || err)
+		return err ? err : -EIO;
+	ahfs_fmt(cmd, sizeof(cmd), "losetup -f --show '%s'", img);
+	f = popen(cmd, "r");
+	if (!f)
+		return -EIO;
+	if (!fgets(loopdev, 64, f))
+		loopdev[0] = 0;
+	pclose(f);
+	loopdev[strcspn(loopdev, "\n")] = 0;
+	if (!loopdev[0])
+		return -EIO;
+	snprintf(dm, 64, "ahfs-slow-%d", getpid());
+	/* Reads wait SLOW_MS; writes go straight through. */
+	if (ahfs_run("DM_DISABLE_UDEV=1 dmsetup create %s --table '0 %ld delay %s 0 %d %s 0 0'",
+		     dm, (long)(SLOW_IMG >> 9), loopdev, SLOW_MS, loopdev)) {
+		dm[0] = 0;
+		return -EIO;
+	}
+	if (ahfs_run("mount /dev/mapper/%s '%s'", dm, fs->lower))
+		return -EIO;
+	*lower_mnt = 1;
+	err = ahfs_mount_at(fs->lower, fs->mnt, "prefetch=ahead");
+	if (err)
+		return err;
+	fs->mounted = 1;
+	return ahfs_find_sysfs(fs);
+}
+
+FIXTURE_SETUP(slow)
+{
+	self->buf = malloc(8 * MIB);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, slow_prepare(&self->fs, self->loopdev, self->dm,
+				  &self->lower_mnt, "f", 16 * MIB));
+}
+
+FIXTURE_TEARDOWN(slow)
+{
+	if (self->fs.mounted && umount(self->fs.mnt))
+		umount2(self->fs.mnt, MNT_DETACH);
+	self->fs.mounted = 0;
+	if (self->lower_mnt)
+		ahfs_run("umount '%s'", self->fs.lower);
+	if (self->dm[0])
+		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove %s", self->dm);
+	if (self->loopdev[0])
+		ahfs_run("losetup -d %s", self->loopdev);
+	ahfs_teardown(&self->fs);
+	free(self->buf);
+}
+
+/*
+ * Legacy submits each request's chunk just before reading it: every request
+ * waits a full device latency.  Its bytes were never absent (the chunk
+ * covers a 1 MiB request), which the old counters reported as "present";
+ * they are inflight, and every request is counted as one that waited.
+ */
+TEST_F_TIMEOUT(slow, legacy_requests_wait, 300)
+{
+	char path[PATH_MAX];
+	struct snap a, b;
+	int fd;
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", "legacy"));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(8, read_seq(fd, self->buf, 0, 8 * MIB, 1 * MIB));
+	snap(&self->fs, &b);
+	close(fd);
+	TH_LOG("%lld requests: %lld waited, %lld inflight B, %lld present B, %lld absent B",
+	       DELTA(a, b, reqs), DELTA(a, b, waits), DELTA(a, b, inflight),
+	       DELTA(a, b, present_bytes), DELTA(a, b, absent_bytes));
+	EXPECT_EQ(8, DELTA(a, b, reqs));
+	EXPECT_EQ(0, DELTA(a, b, absent_reqs));
+	EXPECT_EQ(8, DELTA(a, b, waits));
+	EXPECT_EQ(8 * MIB, DELTA(a, b, inflight));
+	EXPECT_EQ(0, DELTA(a, b, present_bytes));
+}
+
+/*
+ * Ahead on the same device: only the first request finds its bytes absent;
+ * whatever later requests still wait for is inflight, never absent.
+ */
+TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
+{
+	char path[PATH_MAX];
+	struct snap a, b, c;
+	int fd;
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	snap(&self->fs, &a);
+	ASSERT_EQ(1 * MIB, pread(fd, self->buf, 1 * MIB, 0));
+	snap(&self->fs, &b);
+	ASSERT_EQ(15, read_seq(fd, self->buf, 1 * MIB, 0, 1 * MIB));
+	snap(&self->fs, &c);
+	close(fd);
+	TH_LOG("after the first: %lld requests, %lld waited (%lld inflight B), %lld absent",
+	       DELTA(b, c, reqs), DELTA(b, c, waits), DELTA(b, c, inflight),
+	       DELTA(b, c, absent_reqs));
+	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
+	EXPECT_EQ(1, DELTA(a, b, demand));
+	EXPECT_EQ(0, DELTA(b, c, absent_reqs));
+	EXPECT_EQ(0, DELTA(b, c, demand));
+	EXPECT_EQ(15 * MIB, DELTA(b, c, present_bytes) + DELTA(b, c, inflight));
 }
 
 TEST_HARNESS_MAIN

@@ -47,6 +47,8 @@ struct sim {
 	struct aheadfs_window w;
 	u64 txn, win_cap, mem_room;
 	bool legacy;
+	bool worker_lags;	/* the worker submits nothing until sim_drain() */
+	unsigned int cursor;	/* the worker's round robin */
 	/* Totals, as prefetch.c and sched.c would count them. */
 	u64 issued, hits, wasted, read, absent_reqs, tails, reqs;
 	s64 window_cur;
@@ -115,6 +117,22 @@ static u64 present(struct sim *s, u64 start, u64 end, int *hole_first)
 	return n;
 }
 
+/* The worker: submits every planned chunk, as prefetch.c's pf_work_fn. */
+static void sim_drain(struct sim *s)
+{
+	struct aheadfs_pf_chunk c;
+	u64 pg;
+
+	while (aheadfs_window_next_chunk(&s->w, s->txn, &s->cursor, &c)) {
+		if (c.len > s->txn)
+			s->order_bad++;
+		for (pg = c.start / PG; pg * PG < c.start + c.len; pg++)
+			set(s, pg);
+		s->issued += c.len;
+		aheadfs_window_submitted(&s->w, &c);
+	}
+}
+
 /*
  * One read request: plan, issue the prefetch in txn-size chunks (in
  * ascending order), meter hits, then read.  Returns the absent bytes.
@@ -144,12 +162,29 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 	if ((u64)s->window_cur > s->window_peak)
 		s->window_peak = s->window_cur;
 	s->wasted += p.wasted;
-	for (c = p.issue_start; c < p.issue_end; c += s->txn) {
-		u64 ce = aheadfs_min64(c + s->txn, p.issue_end);
+	if (!s->legacy) {
+		/* The reader submits what its next request would read. */
+		struct aheadfs_pf_chunk ch;
 
-		for (pg = c / PG; pg * PG < ce; pg++)
-			set(s, pg);
-		s->issued += ce - c;
+		if (aheadfs_stream_busy(&s->w, p.stream, p.sync_end))
+			s->order_bad++;
+		while (aheadfs_stream_take(&s->w, p.stream, p.sync_end,
+					   s->txn, &ch)) {
+			for (pg = ch.start / PG; pg * PG < ch.start + ch.len;
+			     pg++)
+				set(s, pg);
+			s->issued += ch.len;
+			aheadfs_window_submitted(&s->w, &ch);
+		}
+	} else {
+		/* The reader submits the legacy chunk itself. */
+		for (c = p.issue_start; c < p.issue_end; c += s->txn) {
+			u64 ce = aheadfs_min64(c + s->txn, p.issue_end);
+
+			for (pg = c / PG; pg * PG < ce; pg++)
+				set(s, pg);
+			s->issued += ce - c;
+		}
 	}
 	if (p.hit_end > p.hit_start) {
 		have = present(s, p.hit_start, p.hit_end, &hole_first);
@@ -169,6 +204,8 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 	for (pg = pos / PG; pg * PG < end; pg++)
 		set(s, pg);
 	s->read += want;
+	if (!s->legacy && !s->worker_lags)
+		sim_drain(s);
 	return absent;
 }
 
@@ -580,6 +617,91 @@ static void test_eviction(void)
 	sim_free(&s);
 }
 
+/*
+ * The worker lags behind the reader: the reader submits what its next
+ * request reads, so only the first request finds bytes absent; what nobody
+ * submitted is neither a hit nor wasted; what the worker submits later is
+ * hit as usual, and close writes off exactly what was submitted and not read.
+ */
+static void test_worker_lag(void)
+{
+	struct sim s;
+	struct aheadfs_pf_chunk c = { 0 };
+	u64 pos = 0, absent = 0, len;
+	unsigned int cur = 0;
+	int i;
+
+	sim_init(&s, 256 * MIB);
+	s.worker_lags = true;
+	for (i = 0; i < 8; i++, pos += 1 * MIB)
+		absent += sim_read(&s, pos, 1 * MIB);
+	len = aheadfs_window_next_chunk(&s.w, s.txn, &cur, &c);
+	report(absent == 1 * MIB && s.hits == 7 * MIB && s.wasted == 0 &&
+	       s.issued == 8 * MIB && len && c.start == pos + 1 * MIB,
+	       "worker lag: absent %llu (first request only), hits %llu, wasted %llu, reader submitted %llu, worker's next chunk at %llu",
+	       (unsigned long long)absent, (unsigned long long)s.hits,
+	       (unsigned long long)s.wasted, (unsigned long long)s.issued,
+	       (unsigned long long)c.start);
+	sim_free(&s);
+	sim_init(&s, 256 * MIB);
+	s.worker_lags = true;
+	sim_read(&s, 0, 1 * MIB);
+	sim_read(&s, 1 * MIB, 1 * MIB);
+	sim_drain(&s);
+	absent = 0;
+	for (i = 0, pos = 2 * MIB; i < 4; i++, pos += 1 * MIB) {
+		absent += sim_read(&s, pos, 1 * MIB);
+		sim_drain(&s);
+	}
+	sim_close(&s);
+	report(absent == 0 && s.hits == 5 * MIB &&
+	       s.wasted == s.issued - s.hits,
+	       "worker lag: once drained, reads hit (%llu) and close writes off the rest (%llu of %llu)",
+	       (unsigned long long)s.hits, (unsigned long long)s.wasted,
+	       (unsigned long long)s.issued);
+	sim_free(&s);
+}
+
+/*
+ * A reader's chunk and the worker's cross: the worker's, above, is out
+ * first.  What counts as submitted has no gap, a reader needing the range
+ * waits while any of it is held, and nothing is left held at the end.
+ */
+static void test_crossing_chunks(void)
+{
+	struct aheadfs_window w = { 0 };
+	struct aheadfs_pf_req rq = {
+		.pos = 0, .count = 1 * MIB, .isize = 256 * MIB, .txn = TXN,
+		.win_cap = WINDOW, .mem_room = ROOM,
+	};
+	struct aheadfs_pf_chunk r = { 0 }, k = { 0 };
+	struct aheadfs_pf_plan p;
+	unsigned int cur = 0;
+	struct aheadfs_stream *s;
+	u64 lr, lk, gap_issued;
+	bool busy_mid, busy_end;
+
+	aheadfs_window_plan(&w, &rq, &p);
+	rq.pos = 1 * MIB;
+	aheadfs_window_plan(&w, &rq, &p);
+	s = &w.s[p.stream];
+	lr = aheadfs_stream_take(&w, p.stream, p.sync_end, TXN, &r);
+	lk = aheadfs_window_next_chunk(&w, TXN, &cur, &k);
+	aheadfs_window_submitted(&w, &k);
+	gap_issued = s->issued;
+	busy_mid = aheadfs_stream_busy(&w, p.stream, p.sync_end);
+	aheadfs_window_submitted(&w, &r);
+	busy_end = aheadfs_stream_busy(&w, p.stream, AHEADFS_LOFF_MAX);
+	report(lr && lk && k.start == r.start + r.len &&
+	       gap_issued == r.start && busy_mid && !busy_end &&
+	       s->issued == s->claimed && s->subs == 0,
+	       "crossing chunks: reader [%llu, +%llu), worker [%llu, +%llu) out first: submitted stays at %llu until the reader's is out, then %llu",
+	       (unsigned long long)r.start, (unsigned long long)r.len,
+	       (unsigned long long)k.start, (unsigned long long)k.len,
+	       (unsigned long long)gap_issued,
+	       (unsigned long long)s->issued);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -595,6 +717,8 @@ int main(void)
 	test_memory_room();
 	test_txn_runtime();
 	test_eviction();
+	test_worker_lag();
+	test_crossing_chunks();
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
