@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
-# vm-run-opts: -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=slow,snapshot=on,throttling.iops-total=150,throttling.bps-total=157286400 -device virtio-blk-pci,drive=slow,serial=aheadfs-slow -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=fast,snapshot=on -device virtio-blk-pci,drive=fast,serial=aheadfs-fast
+# vm-run-opts: -drive driver=null-co,size=2G,read-zeroes=on,if=none,id=bench,snapshot=on -device virtio-blk-pci,drive=bench,serial=aheadfs-bench
+# vm-run-memory: 3G
+# vm-run-timeout: 5400
 #
-# bench/prefetch.sh: cold sequential read throughput through aheadfs, run
+# bench/prefetch.sh: cold sequential read throughput and per-request latency
+# through aheadfs, on a device where a miss costs what a disk charges: run
 # inside a guest by `make bench BENCH=prefetch` (scripts/bench-run).
 #
-# Two drives (the options above): "slow" is throttled by QEMU to 150 requests
-# and 150 MiB/s, which charges per request like a disk seek; "fast" is the
-# same without the throttle.  Both are QEMU null devices with a temporary
-# overlay (snapshot=on), so nothing needs to exist on the host and what the
-# guest writes lives only for this run.  On each, an ext4 lower holds one
-# file; for every request size of issue 3 and every mode (the lower read
-# directly, aheadfs kernel, legacy and ahead) the page cache is dropped and
-# the file is read once with dd; each measurement is repeated $BENCH_REPS
-# times, interleaved, and the median is kept.
+# Under TCG the guest's CPU, not a bandwidth cap, is the bottleneck, so a
+# throttled drive never makes a cache miss cost anything.  What a miss costs
+# on a storage node is latency (a seek, a round trip to a remote tier), so
+# the drive here charges latency per read: dm-delay over one virtio-blk
+# drive (a QEMU null device with a temporary overlay, nothing on the host),
+# with every read delayed by $BENCH_LATENCIES ms (default "10 1": a disk
+# seek, a fast remote tier) and, as the control, the same drive undelayed
+# (latency 0: there ahead must cost nothing).  Writes are never delayed.
+#
+# For each latency, request size and mode (the lower read directly, aheadfs
+# kernel, legacy, ahead) the page cache is dropped and a $BENCH_FILE_MIB MiB
+# file (default 256) is read once, sequentially, by a reader that times
+# every request; then the same file is read hot through aheadfs (the ceiling:
+# what the cache delivers).  Reported per run: MiB/s, p50/p90/p99 request
+# latency, the device's completed reads and aheadfs's stats deltas.
 #
 # Output: build/bench/prefetch-<release>.json (this kernel) and
-# build/bench/prefetch.json (every kernel measured so far), a "results" list
-# of {"kernel", "device", "mode", "req_bytes", "mib_s", "reqs",
-# "absent_reqs"} plus the target "ratios"; and a table on stdout.  For mode
-# "lower" reqs is the count of dd's reads and absent_reqs is null (only
-# aheadfs meters the page cache).
+# build/bench/prefetch.json (every kernel measured so far): "results", one
+# object per run {"kernel", "device", "latency_ms", "mode", "req_bytes",
+# "mib_s", "p50_ms", "p90_ms", "p99_ms", "hot_mib_s", "dev_reads", "reqs",
+# "absent_reqs", "wait_reqs", "uncached_tails", "demand_chunks",
+# "prefetch_chunks", "window_peak"} (stats null for mode lower), and
+# "ratios", each target with its value, met or MISSED; and a table.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 rel=$(uname -r)
 out=$top/build/bench
-reps=${BENCH_REPS:-3}
-size_mib=${BENCH_FILE_MIB:-64}
-sizes="4096 131072 1048576 8388608 8650752 16777216 33554432"
+size_mib=${BENCH_FILE_MIB:-256}
+latencies=${BENCH_LATENCIES:-10 1}
+sizes=${BENCH_SIZES:-131072 1048576 8388608 8650752 16777216}
 modes="lower kernel legacy ahead"
 ko=$top/build/kmod/$rel/aheadfs.ko
 work=/run/aheadfs-bench
@@ -42,104 +52,158 @@ disk() {	# disk SERIAL: the /dev node of the virtio disk with that serial
 	die "no virtio disk with serial $1 (run through make bench BENCH=prefetch)"
 }
 
-stat_of() {	# stat_of SYSFSDIR NAME
-	awk -v n="$2" '$1 == n { print $2 }' "$1/stats"
-}
-
 mkdir -p "$out" "$work"
 mount -t tmpfs -o size=64M bench "$work"
 [ -r "$ko" ] || die "no module $ko (make modules)"
 lsmod | grep -qw aheadfs || insmod "$ko"
+modprobe dm-delay || die "no dm-delay module"
+command -v dmsetup >/dev/null || die "no dmsetup (scripts/setup-deps installs it)"
 tsv=$work/results.tsv
 : >"$tsv"
 
-for dev in slow fast; do
-	blk=$(disk "aheadfs-$dev")
-	lower=$work/$dev-lower mnt=$work/$dev-mnt
-	mkdir -p "$lower" "$mnt"
-	# No lazy init: a background inode-table writer would steal the IOPS.
-	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$blk" 1G >/dev/null
-	mount "$blk" "$lower"
-	dd if=/dev/urandom of="$lower/f" bs=1M count="$size_mib" status=none
-	sync
+# The reader: sequential reads of REQ bytes, each timed; prints
+# "ns p50_ns p90_ns p99_ns".
+cat >"$work/reader.py" <<'EOF'
+import os, sys, time
+path, req = sys.argv[1], int(sys.argv[2])
+buf = bytearray(req)
+mv = memoryview(buf)
+fd = os.open(path, os.O_RDONLY)
+lat = []
+t0 = time.perf_counter_ns()
+while True:
+    a = time.perf_counter_ns()
+    n = os.readv(fd, [mv])
+    lat.append(time.perf_counter_ns() - a)
+    if n < req:
+        break
+t1 = time.perf_counter_ns()
+os.close(fd)
+lat.sort()
+def q(p):
+    return lat[min(len(lat) - 1, int(p * len(lat)))]
+print(t1 - t0, q(0.5), q(0.9), q(0.99))
+EOF
+
+blk=$(disk aheadfs-bench)
+bname=${blk#/dev/}
+lower=$work/lower mnt=$work/mnt
+mkdir -p "$lower" "$mnt"
+# No lazy init: a background inode-table writer would steal the reads.
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$blk" 1G >/dev/null
+mount "$blk" "$lower"
+dd if=/dev/urandom of="$lower/f" bs=1M count="$size_mib" status=none
+umount "$lower"
+sectors=$(blockdev --getsz "$blk")
+
+dev_reads() { awk '{ print $1 }' "/sys/block/$bname/stat"; }
+stats() {	# stats SYSFSDIR: the counters the rows carry, one line
+	awk '$1 ~ /^(read_reqs|absent_reqs|wait_reqs|uncached_tails|prefetch_demand_chunks|prefetch_chunks|window_peak)$/ { printf "%s=%s ", $1, $2 }' "$1/stats"
+}
+
+for lat in 0 $latencies; do
+	dev=fast
+	if [ "$lat" != 0 ]; then
+		dev=delay
+		dmsetup create ahfs-bench --table "0 $sectors delay $blk 0 $lat $blk 0 0"
+		mount /dev/mapper/ahfs-bench "$lower"
+	else
+		mount "$blk" "$lower"
+	fi
 	mount -t aheadfs -o prefetch=ahead "$lower" "$mnt"
 	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
 	[ -d "$sysfs" ] || die "no $sysfs"
-	echo "# $dev: $blk, $(cat /sys/block/${blk#/dev/}/queue/read_ahead_kb) KiB lower readahead, txn $(cat "$sysfs/txn_kb") KiB, window $(cat "$sysfs/window_kb") KiB" >&2
-	for rep in $(seq "$reps"); do
-		for req in $sizes; do
-			for mode in $modes; do
-				if [ "$mode" = lower ]; then
-					f=$lower/f
-				else
-					f=$mnt/f
-					echo "$mode" >"$sysfs/prefetch"
-				fi
+	echo "# $dev, $lat ms per read: $(cat /sys/block/$bname/queue/read_ahead_kb) KiB lower readahead, txn $(cat "$sysfs/txn_kb") KiB, window $(cat "$sysfs/window_kb") KiB" >&2
+	for req in $sizes; do
+		for mode in $modes hot; do
+			f=$mnt/f
+			case $mode in
+			lower) f=$lower/f ;;
+			hot) echo ahead >"$sysfs/prefetch" ;;
+			*) echo "$mode" >"$sysfs/prefetch" ;;
+			esac
+			if [ "$mode" = hot ]; then
+				# Warm: the whole file in the cache, then timed.
+				cat "$f" >/dev/null
+			else
 				sync
 				echo 3 >/proc/sys/vm/drop_caches
-				r0=$(stat_of "$sysfs" read_reqs)
-				a0=$(stat_of "$sysfs" absent_reqs)
-				t0=$(date +%s%N)
-				dd if="$f" of=/dev/null bs="$req" status=none
-				t1=$(date +%s%N)
-				r1=$(stat_of "$sysfs" read_reqs)
-				a1=$(stat_of "$sysfs" absent_reqs)
-				if [ "$mode" = lower ]; then
-					reqs=$(( (size_mib * 1048576 + req - 1) / req + 1 ))
-					absent=null
-				else
-					reqs=$((r1 - r0)) absent=$((a1 - a0))
-				fi
-				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$dev" \
-					"$mode" "$req" "$rep" "$((t1 - t0))" "$reqs" \
-					"$absent" >>"$tsv"
-			done
+			fi
+			s0=$(stats "$sysfs") r0=$(dev_reads)
+			read -r ns p50 p90 p99 < <(python3 "$work/reader.py" "$f" "$req")
+			s1=$(stats "$sysfs") r1=$(dev_reads)
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
+				"$dev" "$lat" "$mode" "$req" "$ns" "$p50" "$p90" \
+				"$p99" "$((r1 - r0))" "$s0" "$s1" >>"$tsv"
+			echo "# $dev $lat ms, $req B, $mode: $((size_mib * 1000000000 / ns)) MiB/s" >&2
 		done
-		echo "# $dev: repetition $rep of $reps done" >&2
 	done
 	umount "$mnt"
 	umount "$lower"
+	[ "$lat" = 0 ] || dmsetup remove ahfs-bench
 done
 
 python3 - "$tsv" "$out" "$rel" "$size_mib" <<'EOF'
-import glob, json, os, statistics, sys
+import glob, json, os, sys
 
 tsv, out, rel, size_mib = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-runs = {}
+def kv(s):
+    return {k: int(v) for k, v in (x.split("=") for x in s.split())}
+rows, hot = [], {}
 for line in open(tsv):
-    k, dev, mode, req, rep, ns, reqs, absent = line.split("\t")
-    key = (dev, mode, int(req))
-    runs.setdefault(key, []).append(
-        (int(ns), int(reqs), None if absent.strip() == "null" else int(absent)))
-results = []
-for (dev, mode, req), rs in runs.items():
-    ns = statistics.median(r[0] for r in rs)
-    med = sorted(rs, key=lambda r: r[0])[len(rs) // 2]
-    results.append({"kernel": rel, "device": dev, "mode": mode,
-                    "req_bytes": req,
-                    "mib_s": round(size_mib / (ns / 1e9), 1),
-                    "reqs": med[1], "absent_reqs": med[2]})
-by = {(r["device"], r["mode"], r["req_bytes"]): r for r in results}
+    (k, dev, lat, mode, req, ns, p50, p90, p99, reads, s0,
+     s1) = line.rstrip("\n").split("\t")
+    lat, req, ns = int(lat), int(req), int(ns)
+    mib_s = round(size_mib / (ns / 1e9), 1)
+    if mode == "hot":
+        hot[(dev, lat, req)] = mib_s
+        continue
+    a, b = kv(s0), kv(s1)
+    d = lambda n: None if mode == "lower" else b.get(n, 0) - a.get(n, 0)
+    rows.append({"kernel": rel, "device": dev, "latency_ms": lat,
+                 "mode": mode, "req_bytes": req, "mib_s": mib_s,
+                 "p50_ms": round(int(p50) / 1e6, 2),
+                 "p90_ms": round(int(p90) / 1e6, 2),
+                 "p99_ms": round(int(p99) / 1e6, 2),
+                 "dev_reads": int(reads),
+                 "reqs": d("read_reqs"), "absent_reqs": d("absent_reqs"),
+                 "wait_reqs": d("wait_reqs"),
+                 "uncached_tails": d("uncached_tails"),
+                 "demand_chunks": d("prefetch_demand_chunks"),
+                 "prefetch_chunks": d("prefetch_chunks"),
+                 "window_peak": None if mode == "lower" else b.get("window_peak")})
+for r in rows:
+    r["hot_mib_s"] = hot.get((r["device"], r["latency_ms"], r["req_bytes"]))
+by = {(r["device"], r["latency_ms"], r["mode"], r["req_bytes"]): r for r in rows}
+lats = sorted({r["latency_ms"] for r in rows})
+sizes = sorted({r["req_bytes"] for r in rows})
 ratios = []
-def ratio(name, dev, a, b, req, target):
-    x, y = by.get((dev, a, req)), by.get((dev, b, req))
-    if not x or not y or not y["mib_s"]:
-        return
-    v = round(x["mib_s"] / y["mib_s"], 2)
-    ratios.append({"kernel": rel, "device": dev, "ratio": name,
-                   "req_bytes": req, "value": v, "target": target,
-                   "met": v >= target})
-sizes = sorted({r["req_bytes"] for r in results})
-ratio("ahead/legacy", "slow", "ahead", "legacy", 8650752, 2.0)
-for s in sizes:
-    ratio("ahead/lower", "slow", "ahead", "lower", s, 1.0)
-for s in sizes:
-    ratio("ahead/lower", "fast", "ahead", "lower", s, 0.95)
-mine = {"kernel": rel, "file_mib": size_mib, "results": results,
-        "ratios": ratios}
-json.dump(mine, open(os.path.join(out, "prefetch-%s.json" % rel), "w"),
-          indent=1)
-# Every kernel measured so far, in one file.
+def add(name, lat, req, v, target, op=">="):
+    met = v >= target if op == ">=" else v <= target
+    ratios.append({"kernel": rel, "latency_ms": lat, "ratio": name,
+                   "req_bytes": req, "value": round(v, 2), "target": target,
+                   "op": op, "met": met})
+def ratio(name, lat, a, b, req, target):
+    dev = "fast" if lat == 0 else "delay"
+    x, y = by.get((dev, lat, a, req)), by.get((dev, lat, b, req))
+    if x and y and y["mib_s"]:
+        add(name, lat, req, x["mib_s"] / y["mib_s"], target)
+for lat in lats:
+    if lat == 10:
+        ratio("ahead/legacy", lat, "ahead", "legacy", 8650752, 2.0)
+    for s in sizes:
+        if lat == 0:
+            ratio("ahead/lower", lat, "ahead", "lower", s, 0.97)
+            continue
+        ratio("ahead/lower", lat, "ahead", "lower", s, 1.2)
+        ratio("ahead/kernel", lat, "ahead", "kernel", s, 1.0)
+        r = by.get(("delay", lat, "ahead", s))
+        if r and r["hot_mib_s"] and s >= 131072:
+            add("ahead/hot", lat, s, r["mib_s"] / r["hot_mib_s"], 0.8)
+        if r and r["p50_ms"]:
+            add("ahead p99/p50", lat, s, r["p99_ms"] / r["p50_ms"], 2.0, "<=")
+mine = {"kernel": rel, "file_mib": size_mib, "results": rows, "ratios": ratios}
+json.dump(mine, open(os.path.join(out, "prefetch-%s.json" % rel), "w"), indent=1)
 allr, allq = [], []
 for p in sorted(glob.glob(os.path.join(out, "prefetch-*.json"))):
     d = json.load(open(p))
@@ -148,21 +212,33 @@ for p in sorted(glob.glob(os.path.join(out, "prefetch-*.json"))):
 json.dump({"results": allr, "ratios": allq},
           open(os.path.join(out, "prefetch.json"), "w"), indent=1)
 
-print("kernel %s, %d MiB file, median MiB/s (absent requests / requests)" % (rel, size_mib))
+print("kernel %s, %d MiB cold file, one run" % (rel, size_mib))
+print("each cell: MiB/s, p50/p99 ms per request, and for aheadfs requests")
+print("absent/waited/all; hot: the same file cached, through aheadfs")
 modes = ["lower", "kernel", "legacy", "ahead"]
-for dev in ("slow", "fast"):
-    print("\n%-6s %10s" % (dev, "req") + "".join("%18s" % m for m in modes))
+W = 30
+for lat in lats:
+    dev = "fast" if lat == 0 else "delay"
+    print("\n%s, %d ms per read" % (dev, lat))
+    print("%9s" % "req" + "".join(" %*s" % (W, m) for m in modes) + " %7s" % "hot")
     for s in sizes:
-        row = "%-6s %10d" % ("", s)
+        row = "%9d" % s
         for m in modes:
-            r = by.get((dev, m, s))
-            a = "-" if r["absent_reqs"] is None else str(r["absent_reqs"])
-            row += "%18s" % ("%.1f (%s/%d)" % (r["mib_s"], a, r["reqs"]))
+            r = by.get((dev, lat, m, s))
+            if not r:
+                row += " %*s" % (W, "-")
+                continue
+            c = "" if r["reqs"] is None else " %d/%d/%d" % (
+                r["absent_reqs"], r["wait_reqs"], r["reqs"])
+            row += " %*s" % (W, "%.1f %.1f/%.1f%s" % (
+                r["mib_s"], r["p50_ms"], r["p99_ms"], c))
+        h = hot.get((dev, lat, s))
+        row += " %7s" % ("%.1f" % h if h else "-")
         print(row)
 print("\nratios (target):")
 for q in ratios:
-    print("  %-4s %-13s %9d  %5.2f  (>= %.2f) %s" % (
-        q["device"], q["ratio"], q["req_bytes"], q["value"], q["target"],
-        "met" if q["met"] else "MISSED"))
+    print("  %3d ms %-14s %9d  %6.2f  (%s %.2f) %s" % (
+        q["latency_ms"], q["ratio"], q["req_bytes"], q["value"], q["op"],
+        q["target"], "met" if q["met"] else "MISSED"))
 EOF
 umount "$work" 2>/dev/null || true

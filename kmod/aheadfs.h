@@ -289,17 +289,21 @@ extern const struct file_operations aheadfs_file_fops;
 extern const struct file_operations aheadfs_file_noremap_fops;
 extern const struct file_operations aheadfs_dir_fops;
 extern const struct address_space_operations aheadfs_aops;
-int aheadfs_file_init(void);
-void aheadfs_file_exit(void);
+int aheadfs_sync_lower_flags(struct file *file);
+
+/* backing.c */
+int aheadfs_backing_init(void);
+void aheadfs_backing_exit(void);
 ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 			 struct iov_iter *iter, int rw);
-int aheadfs_sync_lower_flags(struct file *file);
+int aheadfs_backing_mmap(struct file *file, struct file *lower,
+			 struct vm_area_struct *vma);
 
 /* sched.c */
 size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi);
 ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to);
 
-/* Bytes of a range found in the lower page cache, summed in offset order. */
+/* prefetch.c */
 /*
  * What a range finds in the lower page cache: up to date (present), cached
  * but still being read (inflight: the reader waits for the device), or not
@@ -309,13 +313,12 @@ struct aheadfs_presence {
 	u64 present;
 	u64 inflight;
 	u64 absent;
+	u64 first_absent;	/* offset of the first absent byte, if any */
 	bool hole_first;	/* an absent byte came before a cached one */
 };
 
 void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr);
-
-/* prefetch.c */
 int aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,

@@ -10,135 +10,9 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/uio.h>
-#include <linux/fs_stack.h>
 #include <linux/fadvise.h>
 #include <linux/splice.h>
 #include "aheadfs.h"
-
-/* Async I/O stays async: the lower completes a clone of the caller's kiocb. */
-struct aheadfs_aio {
-	struct kiocb iocb;
-	refcount_t ref;
-	struct kiocb *orig;
-	bool write;
-};
-
-static struct kmem_cache *aheadfs_aio_cachep;
-
-int aheadfs_file_init(void)
-{
-	aheadfs_aio_cachep = kmem_cache_create("aheadfs_aio",
-					       sizeof(struct aheadfs_aio), 0,
-					       SLAB_HWCACHE_ALIGN, NULL);
-	return aheadfs_aio_cachep ? 0 : -ENOMEM;
-}
-
-void aheadfs_file_exit(void)
-{
-	kmem_cache_destroy(aheadfs_aio_cachep);
-}
-
-static void aio_put(struct aheadfs_aio *aio)
-{
-	if (refcount_dec_and_test(&aio->ref)) {
-		fput(aio->iocb.ki_filp);
-		kmem_cache_free(aheadfs_aio_cachep, aio);
-	}
-}
-
-/*
- * May run in interrupt context (a direct I/O completion): only the size is
- * refreshed here, which the VFS checks copy_file_range and the like against.
- */
-static void aio_cleanup(struct aheadfs_aio *aio)
-{
-	if (aio->write) {
-		kiocb_end_write(&aio->iocb);
-		fsstack_copy_inode_size(file_inode(aio->orig->ki_filp),
-					file_inode(aio->iocb.ki_filp));
-	}
-	aio->orig->ki_pos = aio->iocb.ki_pos;
-}
-
-static void aio_complete(struct kiocb *iocb, long res)
-{
-	struct aheadfs_aio *aio = container_of(iocb, struct aheadfs_aio, iocb);
-	struct kiocb *orig = aio->orig;
-
-	aio_cleanup(aio);
-	orig->ki_complete(orig, res);
-	aio_put(aio);
-}
-
-/*
- * The lower's freeze protection for a write: waited for, or with
- * IOCB_NOWAIT (io_uring's inline attempt, RWF_NOWAIT) only tried.
- */
-static bool start_write(struct file *lower, bool nowait)
-{
-	if (!nowait) {
-		file_start_write(lower);
-		return true;
-	}
-	return file_start_write_trylock(lower);
-}
-
-/*
- * Forward one request to the lower file.  A synchronous iocb is served in
- * place; an async one returns -EIOCBQUEUED and completes the caller's iocb
- * when the lower request completes.
- */
-ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
-			 struct iov_iter *iter, int rw)
-{
-	bool nowait = iocb->ki_flags & IOCB_NOWAIT;
-	struct aheadfs_aio *aio;
-	struct kiocb lk;
-	ssize_t ret;
-
-	if (is_sync_kiocb(iocb)) {
-		kiocb_clone(&lk, iocb, lower);
-		lk.ki_flags &= ~IOCB_DIO_CALLER_COMP;
-		if (rw == WRITE) {
-			if (!start_write(lower, nowait))
-				return -EAGAIN;
-			ret = vfs_iocb_iter_write(lower, &lk, iter);
-			file_end_write(lower);
-		} else {
-			ret = vfs_iocb_iter_read(lower, &lk, iter);
-		}
-		iocb->ki_pos = lk.ki_pos;
-		return ret;
-	}
-
-	aio = kmem_cache_zalloc(aheadfs_aio_cachep,
-				nowait ? GFP_NOWAIT : GFP_KERNEL);
-	if (!aio)
-		return nowait ? -EAGAIN : -ENOMEM;
-	if (rw == WRITE && !start_write(lower, nowait)) {
-		kmem_cache_free(aheadfs_aio_cachep, aio);
-		return -EAGAIN;
-	}
-	kiocb_clone(&aio->iocb, iocb, get_file(lower));
-	aio->iocb.ki_flags &= ~IOCB_DIO_CALLER_COMP;
-	aio->iocb.ki_complete = aio_complete;
-	aio->orig = iocb;
-	aio->write = rw == WRITE;
-	refcount_set(&aio->ref, 2);
-	if (aio->write) {
-		/* Completion, in another context, ends the freeze protection. */
-		__sb_writers_release(file_inode(lower)->i_sb, SB_FREEZE_WRITE);
-		ret = vfs_iocb_iter_write(lower, &aio->iocb, iter);
-	} else {
-		ret = vfs_iocb_iter_read(lower, &aio->iocb, iter);
-	}
-	aio_put(aio);
-	if (ret != -EIOCBQUEUED) {
-		aio_cleanup(aio);
-		aio_put(aio);
-	}
-	return ret;
-}
 
 /*
  * fcntl(F_SETFL) changes our flags; the lower file must follow, in f_flags
@@ -394,26 +268,11 @@ static loff_t aheadfs_llseek(struct file *file, loff_t offset, int whence)
 
 static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct file *lower = aheadfs_lower_file(file);
 	struct inode *inode = file_inode(file);
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	if (!lower->f_op->mmap) {
-		err = -ENODEV;
-		goto out;
-	}
-	if (WARN_ON_ONCE(file != vma->vm_file)) {
-		err = -EIO;
-		goto out;
-	}
-	/*
-	 * The mapping is the lower file's: coherent with read, write and
-	 * with direct users of the lower file.
-	 */
-	vma_set_file(vma, lower);
-	err = call_mmap(vma->vm_file, vma);
-out:
+	err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode, t0, err);
 	return err;
 }

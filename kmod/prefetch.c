@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * aheadfs readahead window: per-stream state of each open file, issuing the
- * prefetch chunks into the lower file's page cache, and metering what became
- * of them.  The arithmetic lives in window.h; this file adds the locking,
+ * prefetch chunks into the lower file's page cache (the reader's own and
+ * next bytes here, the rest by a worker), and metering what the page cache
+ * holds of a range and what became of the prefetch.  The arithmetic lives in window.h; this file adds the locking,
  * the memory budget, the I/O and the counters.
  */
 #include <linux/fs.h>
@@ -13,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/file.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include "aheadfs.h"
 #include "window.h"
 #include "trace.h"
@@ -121,6 +123,60 @@ void aheadfs_prefetch_release(struct file *file)
 	window_gauge(sbi, delta);
 	AHEADFS_F(file)->pf = NULL;
 	kfree(pf);
+}
+
+/* Pages looked up per RCU section, so a huge range cannot stall a CPU. */
+#define PRESENCE_BATCH	1024
+
+/*
+ * Sort the bytes of [pos, pos + len) by what their pages are in @mapping: up
+ * to date (present), in the page cache but not up to date (inflight: a read
+ * of them has been submitted and the reader would wait for it), or not there
+ * (absent; shadow entries of evicted pages are absent), noting an absent
+ * byte before a cached one.  The folio flags are read under RCU without a
+ * reference: a folio freed meanwhile gives a stale verdict on one page of a
+ * statistic, never a wrong access (struct folio memory is never freed).
+ */
+void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
+			    u64 len, struct aheadfs_presence *pr)
+{
+	pgoff_t index = pos >> PAGE_SHIFT;
+	pgoff_t last;
+	u64 end;
+
+	if (!len || pos < 0)
+		return;
+	end = aheadfs_sat_add(pos, len);
+	last = (end - 1) >> PAGE_SHIFT;
+	while (index <= last) {
+		pgoff_t stop = min_t(pgoff_t, last, index + PRESENCE_BATCH - 1);
+		XA_STATE(xas, &mapping->i_pages, index);
+		void *entry;
+
+		rcu_read_lock();
+		for (; index <= stop; index++) {
+			u64 a = max_t(u64, (u64)index << PAGE_SHIFT, pos);
+			u64 b = min_t(u64, ((u64)index + 1) << PAGE_SHIFT, end);
+
+			entry = xas_next(&xas);
+			if (!entry || xa_is_value(entry)) {
+				if (!pr->absent)
+					pr->first_absent = a;
+				pr->absent += b - a;
+				continue;
+			}
+			if (pr->absent)
+				pr->hole_first = true;
+			/* A retry entry: the folio is being split or moved. */
+			if (!xa_is_internal(entry) &&
+			    folio_test_uptodate((struct folio *)entry))
+				pr->present += b - a;
+			else
+				pr->inflight += b - a;
+		}
+		rcu_read_unlock();
+		cond_resched();
+	}
 }
 
 /* Lowers without a readahead path (tmpfs, DAX) have nothing to prefetch. */
@@ -235,8 +291,9 @@ static void pf_work_fn(struct work_struct *work)
 }
 
 /*
- * The part of the reader's own request that is not in the page cache, read
- * as one request before the reader waits on it: the lower file (random
+ * The part of the reader's own request that is not in the page cache (from
+ * its first absent page; pages already cached are skipped), read as one
+ * request before the reader waits on it: the lower file (random
  * access, see lower_readahead()) would read it in pieces of its maximum I/O
  * size, waiting for each before asking for the next.
  */
@@ -244,14 +301,7 @@ static void issue_demand(struct file *file, struct file *lower, u64 pos,
 			 u64 end)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	pgoff_t first = pos >> PAGE_SHIFT;
-	pgoff_t last = (end - 1) >> PAGE_SHIFT;
-	pgoff_t miss;
 
-	miss = page_cache_next_miss(lower->f_mapping, first, last - first + 1);
-	if (miss - first > last - first)
-		return;
-	pos = max_t(u64, pos, (u64)miss << PAGE_SHIFT);
 	read_ahead(lower, pos, end - pos);
 	aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_demand_chunks);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_demand_bytes, end - pos);
@@ -323,7 +373,7 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
 	unsigned int mode = READ_ONCE(sbi->prefetch_mode);
 	struct file *lower = aheadfs_lower_file(file);
-	struct aheadfs_presence pr = {};
+	struct aheadfs_presence pr = {}, own = {};
 	struct aheadfs_pf_plan plan;
 	struct aheadfs_pf_req rq;
 	loff_t isize;
@@ -372,11 +422,17 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	 * them by the worker.  A reader that must not block (IOCB_NOWAIT)
 	 * submits nothing itself.
 	 */
-	if (!rq.legacy && meter)
+	if (!rq.legacy) {
 		aheadfs_cache_presence(lower->f_mapping, rq.pos, rq.count,
-				       meter);
+				       &own);
+		if (meter)
+			*meter = own;
+	}
 	if (!rq.legacy && !nowait) {
-		issue_demand(file, lower, rq.pos, rq.pos + rq.count);
+		/* From the first page nobody asked for to the end. */
+		if (own.absent)
+			issue_demand(file, lower, own.first_absent,
+				     rq.pos + rq.count);
 		issue_next(file, lower, pf, &plan, rq.txn);
 	}
 	if (!rq.legacy && plan.issue_end > plan.issue_start)

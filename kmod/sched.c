@@ -8,7 +8,6 @@
 #include <linux/pagemap.h>
 #include <linux/sched/signal.h>
 #include <linux/uio.h>
-#include <linux/xarray.h>
 #include "aheadfs.h"
 #include "window.h"
 #include "trace.h"
@@ -29,58 +28,6 @@ size_t aheadfs_txn_size(struct aheadfs_sb_info *sbi)
 
 	txn = min_t(size_t, txn, MAX_RW_COUNT);
 	return max_t(size_t, round_down(txn, PAGE_SIZE), PAGE_SIZE);
-}
-
-/* Pages looked up per RCU section, so a huge range cannot stall a CPU. */
-#define PRESENCE_BATCH	1024
-
-/*
- * Sort the bytes of [pos, pos + len) by what their pages are in @mapping: up
- * to date (present), in the page cache but not up to date (inflight: a read
- * of them has been submitted and the reader would wait for it), or not there
- * (absent; shadow entries of evicted pages are absent), noting an absent
- * byte before a cached one.  The folio flags are read under RCU without a
- * reference: a folio freed meanwhile gives a stale verdict on one page of a
- * statistic, never a wrong access (struct folio memory is never freed).
- */
-void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
-			    u64 len, struct aheadfs_presence *pr)
-{
-	pgoff_t index = pos >> PAGE_SHIFT;
-	pgoff_t last;
-	u64 end;
-
-	if (!len || pos < 0)
-		return;
-	end = aheadfs_sat_add(pos, len);
-	last = (end - 1) >> PAGE_SHIFT;
-	while (index <= last) {
-		pgoff_t stop = min_t(pgoff_t, last, index + PRESENCE_BATCH - 1);
-		XA_STATE(xas, &mapping->i_pages, index);
-		void *entry;
-
-		rcu_read_lock();
-		for (; index <= stop; index++) {
-			u64 a = max_t(u64, (u64)index << PAGE_SHIFT, pos);
-			u64 b = min_t(u64, ((u64)index + 1) << PAGE_SHIFT, end);
-
-			entry = xas_next(&xas);
-			if (!entry || xa_is_value(entry)) {
-				pr->absent += b - a;
-				continue;
-			}
-			if (pr->absent)
-				pr->hole_first = true;
-			/* A retry entry: the folio is being split or moved. */
-			if (!xa_is_internal(entry) &&
-			    folio_test_uptodate((struct folio *)entry))
-				pr->present += b - a;
-			else
-				pr->inflight += b - a;
-		}
-		rcu_read_unlock();
-		cond_resched();
-	}
 }
 
 /* Meter [pos, pos + len), clipped at the lower file's end. */

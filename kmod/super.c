@@ -404,7 +404,7 @@ static int __init aheadfs_init(void)
 						 aheadfs_inode_init_once);
 	if (!aheadfs_inode_cachep)
 		return -ENOMEM;
-	err = aheadfs_file_init();
+	err = aheadfs_backing_init();
 	if (err)
 		goto out_inode_cache;
 	err = aheadfs_prefetch_init();
@@ -423,7 +423,7 @@ out_sysfs:
 out_prefetch:
 	aheadfs_prefetch_exit();
 out_file:
-	aheadfs_file_exit();
+	aheadfs_backing_exit();
 out_inode_cache:
 	kmem_cache_destroy(aheadfs_inode_cachep);
 	return err;
@@ -434,7 +434,7 @@ static void __exit aheadfs_exit(void)
 	unregister_filesystem(&aheadfs_fs_type);
 	aheadfs_sysfs_exit();
 	aheadfs_prefetch_exit();
-	aheadfs_file_exit();
+	aheadfs_backing_exit();
 	/* Inodes are freed through RCU; wait before destroying their cache. */
 	rcu_barrier();
 	kmem_cache_destroy(aheadfs_inode_cachep);
