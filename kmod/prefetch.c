@@ -326,20 +326,18 @@ static bool stream_busy(struct aheadfs_pf_state *pf, int i, u64 limit)
  */
 static void issue_next(struct file *file, struct file *lower,
 		       struct aheadfs_pf_state *pf,
-		       const struct aheadfs_pf_plan *plan, u64 txn)
+		       const struct aheadfs_pf_plan *plan, u64 limit, u64 txn)
 {
 	struct aheadfs_pf_chunk c;
 	u64 len;
 
 	for (;;) {
 		if (wait_event_killable(pf->submitted,
-					!stream_busy(pf, plan->stream,
-						     plan->sync_end)))
+					!stream_busy(pf, plan->stream, limit)))
 			return;
 		spin_lock(&pf->lock);
 		len = pf->dying ? 0 : aheadfs_stream_take(&pf->w, plan->stream,
-							  plan->sync_end, txn,
-							  &c);
+							  limit, txn, &c);
 		spin_unlock(&pf->lock);
 		if (!len)
 			return;
@@ -422,6 +420,14 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	 * them by the worker.  A reader that must not block (IOCB_NOWAIT)
 	 * submits nothing itself.
 	 */
+	/*
+	 * What the window planned for this request and the worker has not
+	 * submitted yet (a worker behind, or a non-blocking attempt before
+	 * this one that left everything to it) is submitted now: planned, so
+	 * not absent, but the request will wait for it (inflight).
+	 */
+	if (!rq.legacy && !nowait)
+		issue_next(file, lower, pf, &plan, rq.pos + rq.count, rq.txn);
 	if (!rq.legacy) {
 		aheadfs_cache_presence(lower->f_mapping, rq.pos, rq.count,
 				       &own);
@@ -433,7 +439,7 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		if (own.absent)
 			issue_demand(file, lower, own.first_absent,
 				     rq.pos + rq.count);
-		issue_next(file, lower, pf, &plan, rq.txn);
+		issue_next(file, lower, pf, &plan, plan.sync_end, rq.txn);
 	}
 	if (!rq.legacy && plan.issue_end > plan.issue_start)
 		queue_work(aheadfs_pf_wq, &pf->work);

@@ -25,6 +25,12 @@ typedef uint32_t u32;
 /* Streams tracked per open file (nfsd threads share one open file). */
 #define AHEADFS_PF_STREAMS	16
 /*
+ * nfsd's threads serve one client stream's READs concurrently, so they reach
+ * the file slightly out of order.  A request this many of the stream's
+ * requests before its last one, or beyond its end, still continues it.
+ */
+#define AHEADFS_PF_REORDER	4
+/*
  * A stream that is replaced without ever having been followed by a
  * sequential request is a dud.  While AHEADFS_PF_DUD_LIMIT duds are on
  * record, a new stream must be confirmed by a second, sequential request
@@ -66,6 +72,7 @@ static inline u64 aheadfs_txn_len(u64 done, u64 count, u64 txn)
 struct aheadfs_stream {
 	u64 last_pos;	/* start of the stream's last request */
 	u64 next;	/* where its next sequential request starts */
+	u64 req;	/* size of its last request */
 	u64 pf_start;	/* first prefetched byte not yet read or written off */
 	u64 ra_end;	/* end of what has been planned for prefetch */
 	u64 claimed;	/* end of what has been taken for submission */
@@ -118,15 +125,25 @@ struct aheadfs_pf_plan {
 };
 
 static inline bool aheadfs_stream_match(const struct aheadfs_stream *s,
-					u64 pos)
+					u64 pos, bool reorder)
 {
+	u64 slack;
+
+	if (!s->live)
+		return false;
+	/* Sequential, or resuming after a short read. */
+	if (!reorder)
+		return pos >= s->last_pos && pos <= s->next;
 	/*
-	 * Sequential, or resuming after a short read.  A forward jump, even
+	 * Or a request of the stream that came out of order: within
+	 * AHEADFS_PF_REORDER requests of it.  A longer forward jump, even
 	 * into the window, starts a new stream: another reader may be
 	 * starting there (disjoint regions of one file), and strided access
 	 * is served like random access.
 	 */
-	return s->live && pos >= s->last_pos && pos <= s->next;
+	slack = s->req * AHEADFS_PF_REORDER;
+	return aheadfs_sat_add(pos, slack) >= s->last_pos &&
+	       pos <= aheadfs_sat_add(s->next, slack);
 }
 
 /* Bytes a stream had prefetched (submitted) that nobody has read yet. */
@@ -143,10 +160,12 @@ static inline int aheadfs_window_slot(struct aheadfs_window *w, u64 pos,
 	int i, victim = 0;
 
 	*found = false;
-	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
-		if (aheadfs_stream_match(&w->s[i], pos)) {
+	/* The stream it continues, or else one it came late or early to. */
+	for (i = 0; i < 2 * AHEADFS_PF_STREAMS; i++) {
+		if (aheadfs_stream_match(&w->s[i % AHEADFS_PF_STREAMS], pos,
+					 i >= AHEADFS_PF_STREAMS)) {
 			*found = true;
-			return i;
+			return i % AHEADFS_PF_STREAMS;
 		}
 	}
 	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
@@ -210,7 +229,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 				w->duds++;
 		}
 		*s = (struct aheadfs_stream){
-			.last_pos = pos, .next = end,
+			.last_pos = pos, .next = end, .req = req,
 			.pf_start = end, .ra_end = end,
 			.claimed = end, .issued = end, .gen = ++w->gen,
 			.win = req, .live = true,
@@ -227,11 +246,21 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 			p->hit_end = he;
 			s->pf_start = he;
 		}
-		if (end >= s->ra_end)
+		if (end >= s->ra_end) {
+			/* Past the plan: the reader reads all it needs. */
 			s->pf_start = s->ra_end = end;
-		/* The reader reads what it passed itself: not the worker's. */
-		s->claimed = aheadfs_max64(s->claimed, end);
-		s->issued = aheadfs_max64(s->issued, end);
+			s->claimed = aheadfs_max64(s->claimed, end);
+			s->issued = aheadfs_max64(s->issued, end);
+		} else {
+			/*
+			 * What the plan left unsubmitted in this request is
+			 * the reader's to submit (aheadfs_stream_take), and
+			 * what lies below it nobody's.
+			 */
+			s->pf_start = aheadfs_max64(s->pf_start, end);
+			s->claimed = aheadfs_max64(s->claimed, pos);
+			s->issued = aheadfs_max64(s->issued, pos);
+		}
 		if (fwd) {
 			if (!s->confirmed) {
 				s->confirmed = true;
@@ -243,6 +272,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 			s->win = s->win ? aheadfs_sat_add(s->win, s->win) : req;
 		}
 		s->last_pos = pos;
+		s->req = req;
 		s->next = aheadfs_max64(s->next, end);
 	}
 	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);

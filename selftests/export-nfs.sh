@@ -157,6 +157,58 @@ else
 	fi
 fi
 
+# --- prefetch behind nfsd, and over an NFS lower --------------------------
+# A client's sequential read reaches aheadfs as nfsd's READs, served by
+# several nfsd threads at once, so slightly out of order: still one stream,
+# whose window keeps the reads after the first ones from finding bytes
+# absent.
+head -c $((64 << 20)) /dev/urandom >"$cli/seq"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+r0=$(stat_of read_reqs) a0=$(stat_of absent_reqs)
+dd if="$cli/seq" of=/dev/null bs=1M status=none
+reqs=$(($(stat_of read_reqs) - r0)) absent=$(($(stat_of absent_reqs) - a0))
+echo "# a client's 64 MiB read: $reqs reads through aheadfs, $absent found bytes absent"
+if [ "$reqs" -ge 16 ] && [ "$absent" -le 4 ]; then
+	ok "nfsd's reads of one client stream are one prefetch stream"
+else
+	nok "nfsd's reads of one client stream are one prefetch stream" "$reqs reads, $absent with absent bytes (want 16 or more, at most 4)"
+fi
+
+# aheadfs over the NFS client mount: the window works over an NFS lower,
+# and a file changed on the server is never served stale through it.
+upper=$work/upper
+mkdir -p "$upper"
+if mount -t aheadfs -o prefetch=ahead "$cli" "$upper" 2>"$work.err"; then
+	uid=$(stat -c '%Hd:%Ld' "$upper")
+	ustat() { awk -v k="$1" '$1 == k { print $2 }' "/sys/fs/aheadfs/$uid/stats"; }
+	echo 3 >/proc/sys/vm/drop_caches
+	r0=$(ustat read_reqs) a0=$(ustat absent_reqs) c0=$(ustat prefetch_chunks)
+	same=$(cmp "$upper/seq" "$cli/seq" >/dev/null 2>&1; echo $?)
+	reqs=$(($(ustat read_reqs) - r0)) absent=$(($(ustat absent_reqs) - a0))
+	chunks=$(($(ustat prefetch_chunks) - c0))
+	check "a file read through aheadfs over NFS is the file" 0 "$same"
+	echo "# over NFS: $reqs reads, $absent found bytes absent, $chunks chunks prefetched"
+	if [ "$chunks" -gt 0 ] && [ "$absent" -le 1 ]; then
+		ok "the window works over an NFS lower"
+	else
+		nok "the window works over an NFS lower" "$reqs reads, $absent absent, $chunks chunks"
+	fi
+	head -c $((16 << 20)) /dev/zero | tr '\0' 'A' >"$lower/stale"
+	# Read whole: the window prefetches the file into the client's cache.
+	a=$(tr -d 'A' <"$upper/stale" | wc -c; head -c 4 "$upper/stale")
+	# Rewritten in place on the server, behind the client and aheadfs.
+	head -c $((16 << 20)) /dev/zero | tr '\0' 'B' |
+		dd of="$lower/stale" conv=notrunc status=none
+	b=$(tr -d 'B' <"$upper/stale" | wc -c; head -c 4 "$upper/stale")
+	check "a file changed on the server is read new through aheadfs over NFS" "0
+AAAA 0
+BBBB" "$a $b"
+	umount "$upper" || nok "aheadfs over NFS unmounts" "$(grep " $upper " /proc/mounts)"
+else
+	nok "aheadfs mounts over an NFS 4.2 client mount" "$(cat "$work.err"; dmesg | tail -3)"
+fi
+
 # --- file handles --------------------------------------------------------
 mkdir -p "$cli/d1/d2" && printf 'hello\n' >"$cli/d1/d2/f"
 # The client keeps the directory's handle as long as this descriptor lives;

@@ -702,6 +702,39 @@ static void test_crossing_chunks(void)
 	       (unsigned long long)s->issued);
 }
 
+/*
+ * nfsd's threads serve one client's sequential READs out of order: each
+ * group of four requests arrives shuffled.  They are one stream: only the
+ * first group's requests find bytes absent, and nothing is wasted.
+ */
+static void test_nfsd_reorder(void)
+{
+	static const int order[][4] = {
+		{ 1, 0, 3, 2 }, { 0, 2, 1, 3 }, { 3, 0, 1, 2 }, { 0, 1, 3, 2 },
+	};
+	u64 absent_reqs = 0, live = 0;
+	struct sim s;
+	int g, k;
+
+	sim_init(&s, 256 * MIB);
+	for (g = 0; g < 64; g++) {
+		for (k = 0; k < 4; k++) {
+			u64 pos = ((u64)g * 4 + order[g % 4][k]) * MIB;
+
+			if (sim_read(&s, pos, 1 * MIB) && g > 0)
+				absent_reqs++;
+		}
+	}
+	for (k = 0; k < AHEADFS_PF_STREAMS; k++)
+		live += s.w.s[k].live;
+	sim_close(&s);
+	report(absent_reqs == 0 && live == 1 && s.wasted == 0,
+	       "nfsd-like reordered 1 MiB reads: %llu absent requests after the first four, %llu stream(s), wasted %llu",
+	       (unsigned long long)absent_reqs, (unsigned long long)live,
+	       (unsigned long long)s.wasted);
+	sim_free(&s);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -719,6 +752,7 @@ int main(void)
 	test_eviction();
 	test_worker_lag();
 	test_crossing_chunks();
+	test_nfsd_reorder();
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
