@@ -92,6 +92,37 @@ static ssize_t copy_txn(struct file *lin, loff_t *in, struct file *lout,
 }
 
 /*
+ * Announce a transaction of the source to the prefetcher and meter what the
+ * lower page cache held of it, as the read scheduler does for a read: the
+ * copy is a reader too, and its uncached tails and waits are counted.
+ */
+static void meter_txn(struct file *file_in, struct file *lin, loff_t pos,
+		      size_t n)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file_in)->i_sb);
+	struct aheadfs_presence pr = {};
+	loff_t isize;
+
+	/* As for reads: direct I/O bypasses the page cache. */
+	if (lin->f_flags & O_DIRECT)
+		return;
+	if (!aheadfs_prefetch_request(file_in, pos, n, false, &pr)) {
+		isize = i_size_read(file_inode(lin));
+		if (pos >= isize)
+			return;
+		aheadfs_cache_presence(lin->f_mapping, pos,
+				       min_t(u64, n, isize - pos), &pr);
+	}
+	if (pr.absent) {
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_absent_txns);
+		if ((pr.present || pr.inflight) && !pr.hole_first)
+			aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_uncached_tails);
+	}
+	if (pr.absent || pr.inflight)
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_wait_txns);
+}
+
+/*
  * The in-kernel copy: one transaction of aheadfs_txn_size() at a time,
  * each announced to the prefetcher first, destination written in order.
  * Holes of the source are skipped where that keeps the destination sparse,
@@ -128,7 +159,7 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			n = min_t(u64, txn, end - in);
 		}
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_txns);
-		aheadfs_prefetch_request(file_in, in, n, false, NULL);
+		meter_txn(file_in, lin, in, n);
 		w = copy_txn(lin, &in, lout, &out, n);
 		if (w <= 0) {
 			ret = w;

@@ -877,4 +877,56 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	EXPECT_EQ(15 * MIB, DELTA(b, c, present_bytes) + DELTA(b, c, inflight));
 }
 
+/*
+ * The copy is a reader too: copy_file_range's chunked copy (ext4 has no
+ * copy of its own) meters each transaction of its source.  Legacy submits
+ * each transaction's chunk just before copying it, so every transaction
+ * waits; ahead finds only its first transaction absent, and no tail.
+ */
+TEST_F_TIMEOUT(slow, copy_counts_waits_and_absent, 300)
+{
+	static const char *const modes[] = { "legacy", "ahead" };
+	long long txns[2], absent[2], waits[2], tails[2];
+	char src[PATH_MAX], dst[PATH_MAX];
+	int i, in, out;
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "1024"));
+	for (i = 0; i < 2; i++) {
+		loff_t left = 16 * MIB;
+		ssize_t n;
+
+		ASSERT_EQ(0, ahfs_set(&self->fs, "prefetch", modes[i]));
+		ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+		in = open(ahfs_m(&self->fs, src, "f"), O_RDONLY);
+		ASSERT_LE(0, in);
+		out = open(ahfs_m(&self->fs, dst, "copy"),
+			   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		ASSERT_LE(0, out);
+		txns[i] = ahfs_stat(&self->fs, "copy_txns");
+		absent[i] = ahfs_stat(&self->fs, "copy_absent_txns");
+		waits[i] = ahfs_stat(&self->fs, "copy_wait_txns");
+		tails[i] = ahfs_stat(&self->fs, "copy_uncached_tails");
+		while (left > 0) {
+			n = copy_file_range(in, NULL, out, NULL, left, 0);
+			ASSERT_LT(0, n);
+			left -= n;
+		}
+		close(in);
+		close(out);
+		txns[i] = ahfs_stat(&self->fs, "copy_txns") - txns[i];
+		absent[i] = ahfs_stat(&self->fs, "copy_absent_txns") - absent[i];
+		waits[i] = ahfs_stat(&self->fs, "copy_wait_txns") - waits[i];
+		tails[i] = ahfs_stat(&self->fs, "copy_uncached_tails") - tails[i];
+		ASSERT_EQ(0, ahfs_run("cmp -s '%s' '%s'", src, dst));
+		TH_LOG("%s: %lld transactions, %lld absent, %lld waited, %lld tails",
+		       modes[i], txns[i], absent[i], waits[i], tails[i]);
+	}
+	EXPECT_EQ(16, txns[0]);
+	EXPECT_EQ(16, waits[0]);
+	EXPECT_EQ(0, absent[0]);
+	EXPECT_EQ(16, txns[1]);
+	EXPECT_EQ(1, absent[1]);
+	EXPECT_EQ(0, tails[1]);
+}
+
 TEST_HARNESS_MAIN
