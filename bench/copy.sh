@@ -22,9 +22,18 @@
 # The file is $BENCH_COPY_MIB MiB (default 1024; under TCG a smaller one
 # keeps a run within minutes).
 #
+# Then the story's reader, which was a copy: the slow drive's ext4 again,
+# under dm-delay charging every read $BENCH_COPY_LATENCY ms (default 10; a
+# disk seek; writes are not delayed), copy_file_range of the cold file with
+# prefetch=legacy beside prefetch=ahead, and the copy's counters
+# (copy_absent_txns, copy_wait_txns, copy_uncached_tails).
+#
 # Output: build/bench/copy-<release>.json (this kernel) and
 # build/bench/copy.json (every kernel measured so far):
-#   {"results": [{"kernel", "lower", "method", "bytes", "seconds"}],
+#   {"results": [{"kernel", "lower", "method", "bytes", "seconds"}, ...,
+#                {"kernel", "lower": "ext4-delay", "method", "mode",
+#                 "latency_ms", "bytes", "seconds", "txns", "absent_txns",
+#                 "wait_txns", "uncached_tails"}],
 #    "ratios": [{"kernel", "lower", "value", "target", "met"}]}
 # and a table on stdout.
 set -euo pipefail
@@ -34,6 +43,7 @@ rel=$(uname -r)
 out=$top/build/bench
 reps=${BENCH_REPS:-3}
 size_mib=${BENCH_COPY_MIB:-1024}
+latency=${BENCH_COPY_LATENCY:-10}
 ko=${AHEADFS_KO:-$top/build/kmod/$rel/aheadfs.ko}
 work=/run/aheadfs-bench-copy
 
@@ -69,6 +79,7 @@ cleanup() {
 	[ -z "$pids" ] || rpc.nfsd 0 2>/dev/null
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	for m in "$work"/*-mnt "$work"/*-lower; do umount "$m" 2>/dev/null; done
+	dmsetup remove ahfs-copy 2>/dev/null
 	umount "$work" 2>/dev/null
 }
 trap cleanup EXIT
@@ -99,15 +110,24 @@ os.fsync(fo)
 print("%.6f" % (time.monotonic() - t0))
 PY
 
-# timed LOWER METHOD SRC DST: one cold copy, appended to the results.
+# timed LOWER METHOD SRC DST [MODE LATENCY_MS]: one cold copy, appended to
+# the results (with the copy counters of the source's mount for a MODE).
 timed() {
-	local s
+	local s c0= c1=
 	rm -f "$4"
 	sync
+	[ -z "${5:-}" ] || c0=$(copy_counts "$3")
 	s=$(python3 "$work/copy.py" "$2" "$3" "$4") || die "$1 $2: copy failed"
+	[ -z "${5:-}" ] || c1=$(copy_counts "$3")
 	cmp -s "$3" "$4" || die "$1 $2: the copy differs from its source"
-	printf '%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" "$2" "$(stat -c %s "$3")" \
-		"$s" >>"$tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" "$2" \
+		"$(stat -c %s "$3")" "$s" "${5:-}" "${6:-}" "$c0" "$c1" >>"$tsv"
+}
+
+# copy_counts FILE: the copy counters of the aheadfs mount FILE is on.
+copy_counts() {
+	awk '$1 ~ /^copy_(txns|absent_txns|wait_txns|uncached_tails)$/ { printf "%s=%s ", $1, $2 }' \
+		"/sys/fs/aheadfs/$(stat -c '%Hd:%Ld' "$1")/stats"
 }
 
 # mklower NAME DEV FSTYPE: a fresh lower on DEV with aheadfs over it, and
@@ -139,6 +159,24 @@ done
 echo "# ext4-slow: copy_chunked $(stat_of "$slow" copy_chunked), copy_txns $(stat_of "$slow" copy_txns); xfs-reflink: copy_clone $(stat_of "$xfs" copy_clone)" >&2
 rm -f "$slow/dst" "$xfs/dst"
 umount "$xfs" "$work/xfs-reflink-lower"
+
+# The story's reader: the chunked copy on a drive charging every read.
+sdev=$(disk aheadfs-slow)
+umount "$slow" "$work/ext4-slow-lower"
+modprobe dm-delay || die "no dm-delay module"
+dmsetup create ahfs-copy --table "0 $(blockdev --getsz "$sdev") delay $sdev 0 $latency $sdev 0 0"
+mount /dev/mapper/ahfs-copy "$work/ext4-slow-lower"
+mount -t aheadfs "$work/ext4-slow-lower" "$slow"
+for rep in $(seq "$reps"); do
+	for mode in legacy ahead; do
+		echo "$mode" >"/sys/fs/aheadfs/$(mountpoint -d "$slow")/prefetch"
+		timed ext4-delay copy_file_range "$slow/src" "$slow/dst" "$mode" "$latency"
+	done
+	echo "# ext4-delay ($latency ms per read): repetition $rep of $reps done" >&2
+done
+rm -f "$slow/dst"
+umount "$slow" "$work/ext4-slow-lower"
+dmsetup remove ahfs-copy
 
 # NFS: the export is aheadfs over ext4 on the fast drive (the xfs lower's).
 nfs=$(mklower nfs-server "$(disk aheadfs-fast)" ext4)
@@ -178,16 +216,40 @@ python3 - "$tsv" "$out" "$rel" <<'EOF'
 import glob, json, os, statistics, sys
 
 tsv, out, rel = sys.argv[1:4]
-runs = {}
+def kv(s):
+    return {k: int(v) for k, v in (x.split("=") for x in s.split())}
+runs, counts = {}, {}
 for line in open(tsv):
-    k, lower, method, size, ns = line.rstrip("\n").split("\t")
-    runs.setdefault((lower, method, int(size)), []).append(float(ns))
-results = [{"kernel": rel, "lower": lower, "method": method, "bytes": size,
-            "seconds": round(statistics.median(s), 3)}
-           for (lower, method, size), s in runs.items()]
-by = {(r["lower"], r["method"]): r for r in results}
+    (k, lower, method, size, secs, mode, lat, c0,
+     c1) = line.rstrip("\n").split("\t")
+    key = (lower, method, int(size), mode, lat)
+    runs.setdefault(key, []).append(float(secs))
+    if mode:
+        a, b = kv(c0), kv(c1)
+        counts.setdefault(key, []).append(
+            {n: b.get(n, 0) - a.get(n, 0) for n in b})
+results = []
+for key, s in runs.items():
+    lower, method, size, mode, lat = key
+    r = {"kernel": rel, "lower": lower, "method": method, "bytes": size,
+         "seconds": round(statistics.median(s), 3)}
+    if mode:
+        c = counts[key][-1]
+        r.update({"mode": mode, "latency_ms": int(lat),
+                  "txns": c.get("copy_txns"),
+                  "absent_txns": c.get("copy_absent_txns"),
+                  "wait_txns": c.get("copy_wait_txns"),
+                  "uncached_tails": c.get("copy_uncached_tails")})
+    results.append(r)
+by = {(r["lower"], r["method"]): r for r in results if "mode" not in r}
+delay = {r["mode"]: r for r in results if r["lower"] == "ext4-delay"}
 targets = {"nfs42": 7.0, "xfs-reflink": 100.0, "ext4-slow": 2.0}
 ratios = []
+if "legacy" in delay and "ahead" in delay:
+    v = round(delay["legacy"]["seconds"] / max(delay["ahead"]["seconds"], 1e-6), 2)
+    ratios.append({"kernel": rel, "lower": "ext4-delay ahead/legacy",
+                   "latency_ms": delay["ahead"]["latency_ms"], "value": v,
+                   "target": 2.0, "met": v >= 2.0})
 for lower, target in targets.items():
     rw, cfr = by.get((lower, "readwrite")), by.get((lower, "copy_file_range"))
     if rw and cfr:
@@ -217,4 +279,18 @@ for lower, target in targets.items():
         lower, mib, rw["seconds"], mib / rw["seconds"], cfr["seconds"],
         mib / max(cfr["seconds"], 1e-6), q["value"], target,
         "met" if q["met"] else "MISSED"))
+if delay:
+    print("\ncopy_file_range on ext4 at %d ms per read: median seconds (MiB/s), the copy's transactions" %
+          list(delay.values())[0]["latency_ms"])
+    for mode in ("legacy", "ahead"):
+        r = delay.get(mode)
+        if r:
+            mib = r["bytes"] / 1048576
+            print("  %-7s %10.3f (%7.1f)  %d txns, %d absent, %d waited, %d uncached tails" % (
+                mode, r["seconds"], mib / r["seconds"], r["txns"],
+                r["absent_txns"], r["wait_txns"], r["uncached_tails"]))
+    for q in ratios:
+        if q["lower"].startswith("ext4-delay"):
+            print("  ahead/legacy %.2fx (target 2x) %s" % (
+                q["value"], "met" if q["met"] else "MISSED"))
 EOF
