@@ -110,7 +110,7 @@ install: module
 	install -D -m 0644 $(BUILD)/kmod/$$rel/aheadfs.ko \
 		$(DESTDIR)/lib/modules/$$rel/updates/aheadfs.ko && \
 	{ [ -n "$(DESTDIR)" ] || depmod -a $$rel; }
-	$(if $(HAVE_USERLAND),install -D -m 0755 userland/aheadctl $(DESTDIR)/usr/local/sbin/aheadctl)
+	$(if $(HAVE_USERLAND),$(MAKE) -C userland install PREFIX=/usr/local DESTDIR=$(DESTDIR))
 
 # DKMS builds from a copy of kmod/ with its own probe run (dkms.conf).
 dkms:

@@ -27,7 +27,9 @@ const char *etc_root(void);
 char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *xcalloc(size_t n, size_t sz);
 char *xstrdup(const char *s);
-/* The whole file with the trailing newline stripped, or NULL (errno set). */
+/* The whole file with the trailing newline stripped, or NULL (errno set:
+ * EFBIG above READ_FILE_MAX). */
+#define READ_FILE_MAX (64 << 20)
 char *read_file(const char *path);
 int read_int(const char *path, long long *val);
 /* Writes buf with one write(2); returns 0 or -errno. */
@@ -60,6 +62,12 @@ void jnum(const char *k, double v);
 void jbool(const char *k, bool v);
 void jnull(const char *k);
 void jend(void);			/* newline after the top value */
+/* err() notes its first message here: the error document's, under -j. */
+void json_error(const char *msg);
+void json_error_reset(void);
+/* At exit: prints the one document (the error document on a failure);
+ * returns the status to exit with. */
+int json_finish(int status);
 
 /* objects */
 int cmd_fs(int argc, char **argv);
@@ -74,11 +82,10 @@ void doctor_finding(struct doctor *d, const char *area, const char *what,
 		    const char *fix);
 void doctor_irq(struct doctor *d);
 void doctor_fs(struct doctor *d);
-/* numa.c: runs the matrix; returns the worst remote/local ratio or -1 */
+/* numa.c: the bandwidth matrix; remote/local below this is flagged */
 #define BW_RATIO_THRESHOLD 0.25
-int numa_matrix(unsigned long long size, int threads, double seconds,
-		double **mbps, int *nnodes, int **nodes);
 int irqbalance_pid(void);
+/* size: the least per-thread buffer (the LLC may ask more); threads 0: one per CPU */
 int numa_run(unsigned long long size, int threads, double seconds);
 /* The verdict of the last numa_run(), malloc'd; ratio -1 if nothing to compare. */
 char *numa_verdict(double *ratio, bool *flagged);
@@ -86,14 +93,26 @@ int numa_nodes(void);
 
 /* bios: backends */
 struct bmc {
-	const char *url;	/* https://host or http://127.0.0.1:port */
+	const char *url;	/* https://host, or http://... with --insecure-http */
 	const char *user;
 	char *password;
-	bool insecure;
+	bool insecure;		/* --insecure: TLS certificate not verified */
+	bool insecure_http;	/* --insecure-http: plain HTTP allowed */
+	bool force;		/* --force: hard reset instead of a graceful one */
+	long timeout;		/* --timeout: seconds for one answer of the BMC */
+	long wait;		/* --wait: seconds for a graceful shutdown */
 	const char *system;	/* Systems member id, if several */
 };
+/* What a reset did (or would do under -n): for the messages and -j. */
+struct reset_info {
+	const char *via;	/* redfish, ipmi, racadm, ilorest */
+	const char *type;	/* e.g. GracefulRestart, "chassis power cycle" */
+	bool graceful;
+	bool requested;		/* false under -n */
+	double waited;		/* seconds waited for power-off, if any */
+};
+void reset_json(const struct reset_info *r);	/* "reset": {...} */
 int bmc_password(struct bmc *b, const char *file);
-struct redfish;
 struct snoop_map {
 	const char *vendor;	/* match on Manufacturer, case-insensitive prefix */
 	const char *attr;
@@ -108,10 +127,38 @@ int redfish_set(struct bmc *b, int mode, bool reboot);
 int redfish_reset(struct bmc *b);
 int ipmi_show(struct bmc *b);
 int ipmi_power_cycle(struct bmc *b);
+int ipmi_reset(struct bmc *b, struct reset_info *r);
+/* IPMI's view of --bmc: host and port apart (malloc'd); -1 after a message. */
+int bmc_host_port(const char *url, char **host, char **port);
 int vendor_show(const char *tool);
 int vendor_set(const char *tool, int mode, bool reboot, struct bmc *b);
 bool vendor_known(const char *tool);
-/* Runs argv; output captured into *out (malloc'd) if out != NULL. */
-int run_cmd(char *const argv[], char *const envp_add[], char **out);
+bool vendor_reboots_itself(const char *tool, bool force);
+/*
+ * Runs argv with our environment less the BMC secrets, plus envp_add;
+ * keep_fd (or -1) is inherited; output captured into *out if out != NULL.
+ */
+int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out);
+
+/* config.c: aheadctl.conf (apply, verify), and running our own verbs */
+int cmd_apply(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+struct conf;
+struct json_t;
+char *conf_default_path(void);
+struct conf *conf_read(const char *path);	/* NULL after a message */
+const char *conf_snapshot(const struct conf *c);
+/* The BMC's snoop mode ([bios] bmc), NULL if none; *expected: snoop-mode. */
+char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet);
+char *conf_bios_fix(const struct conf *c, const char *mode);
+/* Runs this aheadctl with args, stdout into *out; its exit status. */
+int self_run(char *const args[], char **out, bool quiet);
+struct json_t *self_json(char *const args[], int *rc, bool quiet);
+void jvalue(const char *k, const struct json_t *v);	/* re-emits parsed JSON */
+
+/* snapshot.c; doctor_note is doctor.c's (s is malloc'd and kept) */
+int cmd_snapshot(int argc, char **argv);
+void doctor_snapshot(struct doctor *d, bool skip_bw);
+void doctor_note(struct doctor *d, char *s);
 
 #endif

@@ -33,6 +33,12 @@ static void note(struct doctor *d, char *s)
 		d->notes[d->nnotes++] = s;
 }
 
+/* For the checks in other files (snapshot.c); s is malloc'd and kept. */
+void doctor_note(struct doctor *d, char *s)
+{
+	note(d, s);
+}
+
 static bool has_opt(const char *opts, const char *o)
 {
 	size_t l = strlen(o);
@@ -153,6 +159,7 @@ int cmd_doctor(int argc, char **argv)
 	doctor_bw(&d, skip_bw);
 	doctor_nfs(&d);
 	doctor_fs(&d);
+	doctor_snapshot(&d, skip_bw);
 	if (g.json) {
 		jopen('{');
 		jint("count", d.n);

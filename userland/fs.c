@@ -79,6 +79,15 @@ static int aheadfs_mounts(struct mnt **out)
 	return n;
 }
 
+/* Why mountinfo could not be read, for one message (errno as read_file left it). */
+static char *mountinfo_error(void)
+{
+	int e = errno;
+
+	return xsprintf("cannot read %s/self/mountinfo: %s%s", proc_root(), strerror(e),
+			e == EFBIG ? " (aheadctl reads files up to 64 MiB)" : "");
+}
+
 static char *attr_path(const struct mnt *m, const char *name)
 {
 	return xsprintf("%s/fs/aheadfs/%s/%s", sysfs_root(), m->dev, name);
@@ -214,7 +223,10 @@ static int fs_show(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (n < 0) {
-		err("cannot read %s/self/mountinfo: %s", proc_root(), strerror(errno));
+		char *msg = mountinfo_error();
+
+		err("%s", msg);
+		free(msg);
 		return EXIT_FAILED;
 	}
 	if (argc == 1) {
@@ -314,7 +326,10 @@ static int fs_set(int argc, char **argv)
 	}
 	n = aheadfs_mounts(&m);
 	if (n < 0) {
-		err("cannot read %s/self/mountinfo: %s", proc_root(), strerror(errno));
+		char *msg = mountinfo_error();
+
+		err("%s", msg);
+		free(msg);
 		return EXIT_FAILED;
 	}
 	one = find_mnt(m, n, argv[0]);
@@ -402,6 +417,16 @@ void doctor_fs(struct doctor *d)
 	struct mnt *m;
 	int n = aheadfs_mounts(&m);
 
+	/* A check that could not run is a finding, never a silent pass. */
+	if (n < 0) {
+		char *msg = mountinfo_error();
+		char *what = xsprintf("%s: no aheadfs mount was checked", msg);
+
+		doctor_finding(d, "fs", what,
+			       "none from aheadctl: make it readable (is procfs mounted?) and run the doctor again");
+		free(what);
+		free(msg);
+	}
 	for (int i = 0; i < n; i++) {
 		char *stats = attr_read(&m[i], "stats");
 		char *mode = attr_read(&m[i], "prefetch");
@@ -433,8 +458,14 @@ void doctor_fs(struct doctor *d)
 			free(what);
 			free(fix);
 		}
-		if (txn && win && parse_u64(txn, &t) && parse_u64(win, &w) &&
-		    t > w) {
+		if (!txn || !win || !parse_u64(txn, &t) || !parse_u64(win, &w)) {
+			char *what = xsprintf("%s: %s/fs/aheadfs/%s/%s unreadable: txn_kb against window_kb not checked",
+					      m[i].dir, sysfs_root(), m[i].dev,
+					      txn && parse_u64(txn, &t) ? "window_kb" : "txn_kb");
+
+			doctor_finding(d, "fs", what, "check that the aheadfs module is the one that mounted it");
+			free(what);
+		} else if (t > w) {
 			char *what = xsprintf("%s: txn_kb %llu is larger than the prefetch window (window_kb %llu): a prefetch chunk cannot cover one transaction",
 					      m[i].dir, t, w);
 			char *q = shell_quote(m[i].dir);

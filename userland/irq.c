@@ -11,12 +11,19 @@
 
 #include "aheadctl.h"
 
+enum qkind { Q_NONE, Q_BOTH, Q_TX, Q_RX, Q_OTHER };
+
 struct irq {
 	int n;
 	char *name;		/* from /proc/interrupts, "" if absent */
+	char *tail;		/* its line after the counts: chip, hwirq, name */
 	char *aff;		/* smp_affinity_list as read */
 	char *eff;		/* effective_affinity_list, NULL if absent */
-	struct cpus affc, effc;
+	char *hint;		/* affinity_hint as a CPU list, NULL if absent */
+	struct cpus affc, effc, hintc;
+	enum qkind kind;	/* what its name says it serves */
+	int queue;		/* the queue number in its name, -1 if none */
+	bool from_pci;		/* in the PCI function's msi_irqs or irq */
 	bool managed;
 	bool banned;		/* excluded from irqbalance */
 	bool off_node;
@@ -30,6 +37,10 @@ struct nic {
 	int node;		/* numa_node as read, may be -1 */
 	int use_node;		/* node the local CPUs come from, -1: fallback */
 	const char *fallback;	/* how local CPUs were chosen when node is -1 */
+	bool override;		/* node N given while numa_node is known */
+	int names_err;		/* errno if /proc/interrupts was unreadable */
+	char *problem;		/* why it could not be loaded (quiet mode) */
+	bool not_nic;		/* virtual or not PCI: nothing to check */
 	struct cpus local;
 	int nirq;
 	struct irq *irqs;
@@ -114,44 +125,110 @@ static char *policy_path(void)
 	return xsprintf("%s/aheadctl/irqbalance-policy.sh", etc_root());
 }
 
-/* IRQs our policy script bans: its "# aheadctl-ban DEV PCIPATH IRQ..." lines. */
+/* Does s name the PCI address bdf (not a longer one that ends like it)? */
+static bool mentions_bdf(const char *s, const char *bdf)
+{
+	size_t bl = strlen(bdf);
+
+	for (const char *p = s; p && (p = strstr(p, bdf)); p++)
+		if ((p == s || !isxdigit((unsigned char)p[-1])) &&
+		    !isxdigit((unsigned char)p[bl]))
+			return true;
+	return false;
+}
+
+/* The PCI address of a "# aheadctl-ban DEV PCI" line (older scripts: a path). */
+static const char *ban_bdf(char *line, char **dev)
+{
+	char *save = NULL, *pci, *slash;
+
+	*dev = strtok_r(line + 15, " ", &save);
+	pci = strtok_r(NULL, " ", &save);
+	if (!*dev || !pci)
+		return NULL;
+	slash = strrchr(pci, '/');
+	return slash ? slash + 1 : pci;
+}
+
+/* Is the PCI function bdf on a ban line of the script text? */
+static bool policy_lists(const char *text, const char *bdf)
+{
+	char *copy = xstrdup(text ? text : ""), *save = NULL;
+	bool found = false;
+
+	for (char *l = strtok_r(copy, "\n", &save); l && !found;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *dev;
+		const char *b;
+
+		if (strncmp(l, "# aheadctl-ban ", 15))
+			continue;
+		b = ban_bdf(l, &dev);
+		found = b && !strcmp(b, bdf);
+	}
+	free(copy);
+	return found;
+}
+
+/*
+ * Would the policy script ban this IRQ?  irqbalance passes the PCI
+ * function's path for an IRQ in its msi_irqs (or irq), and /sys for an IRQ
+ * it finds only in /proc/interrupts: the script then looks for the address
+ * in the IRQ's line (mlx5_comp3@pci:0000:81:00.0, PCI-MSIX-0000:81:00.0).
+ */
+static bool script_bans(const struct nic *nic, const struct irq *q)
+{
+	return q->from_pci || mentions_bdf(q->tail, nic->bdf);
+}
+
+/* Marks the IRQs that irqbalance's policy script (if it is ours) bans. */
 static void policy_bans(struct nic *nic)
 {
-	char *ours = policy_path();
 	char *text;
 
-	if (!nic->policyscript) {
-		free(ours);
+	if (!nic->policyscript)
 		return;
-	}
 	text = read_file(nic->policyscript);
-	free(ours);
-	for (char *l = text; l && *l;) {
-		char *nl = strchr(l, '\n');
-
-		if (nl)
-			*nl = 0;
-		if (!strncmp(l, "# aheadctl-ban ", 15)) {
-			char *s = NULL, *dev = strtok_r(l + 15, " ", &s);
-
-			strtok_r(NULL, " ", &s);	/* pci path */
-			if (dev && !strcmp(dev, nic->dev))
-				for (char *t = strtok_r(NULL, " ", &s); t;
-				     t = strtok_r(NULL, " ", &s))
-					for (int k = 0; k < nic->nirq; k++)
-						if (nic->irqs[k].n == atoi(t))
-							nic->irqs[k].banned = true;
-		}
-		l = nl ? nl + 1 : NULL;
-	}
+	if (text && policy_lists(text, nic->bdf))
+		for (int k = 0; k < nic->nirq; k++)
+			if (script_bans(nic, &nic->irqs[k]))
+				nic->irqs[k].banned = true;
 	free(text);
 }
 
-/* Names from /proc/interrupts, indexed by IRQ number. */
+/* /proc/interrupts, indexed by IRQ number. */
 struct names {
 	int max;
-	char **name;
+	char **name;		/* the action names */
+	char **tail;		/* everything after the count columns */
+	int err;		/* errno if the file could not be read */
 };
+
+/*
+ * Splits what follows "N:" in a /proc/interrupts line: NCPU count columns,
+ * the chip, the hwirq (x86 joins the flow handler: "1048576-edge"; with
+ * GENERIC_IRQ_SHOW_LEVEL a separate "Level" or "Edge" follows), then the
+ * action names.  Any number of CPUs: storage nodes have 64 to 256 and more.
+ */
+static void split_line(char *s, int ncpu, char **tail, char **name)
+{
+	char *save = NULL, *tok;
+	size_t tl = 0, nl = 0, cap = strlen(s) + 2;
+	int nt = 0;
+
+	*tail = xcalloc(1, cap);
+	*name = xcalloc(1, cap);
+	for (tok = strtok_r(s, " \t", &save); tok;
+	     tok = strtok_r(NULL, " \t", &save), nt++) {
+		if (nt < ncpu)
+			continue;
+		tl += sprintf(*tail + tl, "%s%s", tl ? " " : "", tok);
+		if (nt < ncpu + 2 || (nt == ncpu + 2 &&
+		    (!strcmp(tok, "Level") || !strcmp(tok, "Edge"))))
+			continue;
+		nl += sprintf(*name + nl, "%s%s", nl ? " " : "", tok);
+	}
+}
 
 static void load_names(struct names *nm)
 {
@@ -160,53 +237,49 @@ static void load_names(struct names *nm)
 	int ncpu = 0;
 
 	free(p);
-	nm->max = 0;
-	nm->name = NULL;
-	if (!text)
+	memset(nm, 0, sizeof(*nm));
+	if (!text) {
+		nm->err = errno;
 		return;
+	}
 	line = strtok_r(text, "\n", &save);
 	for (char *s = line; s && (s = strstr(s, "CPU")); s += 3)
 		ncpu++;
 	while ((line = strtok_r(NULL, "\n", &save))) {
-		char *s = line, *end, *tok[64];
-		int n, nt = 0;
-		char *ss = NULL;
+		char *s = line, *end;
+		int n;
 
 		while (isspace((unsigned char)*s))
 			s++;
 		n = strtol(s, &end, 10);
 		if (end == s || *end != ':' || n < 0 || n > 1 << 20)
 			continue;
-		for (char *t = strtok_r(end + 1, " \t", &ss); t && nt < 64;
-		     t = strtok_r(NULL, " \t", &ss))
-			tok[nt++] = t;
-		if (nt <= ncpu + 2)
-			continue;
 		if (n >= nm->max) {
 			int nmax = n + 64;
 
 			nm->name = realloc(nm->name, nmax * sizeof(char *));
-			if (!nm->name)
+			nm->tail = realloc(nm->tail, nmax * sizeof(char *));
+			if (!nm->name || !nm->tail)
 				exit(EXIT_FAILED);
 			memset(nm->name + nm->max, 0, (nmax - nm->max) * sizeof(char *));
+			memset(nm->tail + nm->max, 0, (nmax - nm->max) * sizeof(char *));
 			nm->max = nmax;
 		}
-		{
-			size_t len = 0;
-			char *nmstr;
-
-			for (int i = ncpu + 2; i < nt; i++)
-				len += strlen(tok[i]) + 1;
-			nmstr = xcalloc(1, len + 1);
-			for (int i = ncpu + 2; i < nt; i++) {
-				if (i > ncpu + 2)
-					strcat(nmstr, " ");
-				strcat(nmstr, tok[i]);
-			}
-			nm->name[n] = nmstr;
-		}
+		free(nm->name[n]);
+		free(nm->tail[n]);
+		split_line(end + 1, ncpu, &nm->tail[n], &nm->name[n]);
 	}
 	free(text);
+}
+
+static void free_names(struct names *nm)
+{
+	for (int i = 0; i < nm->max; i++) {
+		free(nm->name[i]);
+		free(nm->tail[i]);
+	}
+	free(nm->name);
+	free(nm->tail);
 }
 
 static bool is_pci_function(const char *dir)
@@ -219,7 +292,7 @@ static bool is_pci_function(const char *dir)
 	return pci;
 }
 
-static void add_irq(struct nic *nic, int n)
+static void add_irq(struct nic *nic, int n, bool from_pci)
 {
 	for (int i = 0; i < nic->nirq; i++)
 		if (nic->irqs[i].n == n)
@@ -228,6 +301,7 @@ static void add_irq(struct nic *nic, int n)
 	if (!nic->irqs)
 		exit(EXIT_FAILED);
 	memset(&nic->irqs[nic->nirq], 0, sizeof(*nic->irqs));
+	nic->irqs[nic->nirq].from_pci = from_pci;
 	nic->irqs[nic->nirq++].n = n;
 }
 
@@ -243,21 +317,72 @@ static bool name_matches(const struct nic *nic, const char *name)
 	const char *at;
 
 	/* mlx5 style: mlx5_comp3@pci:0000:3b:00.0 */
-	if (nic->bdf && (at = strchr(name, '@')) && strstr(at, nic->bdf))
+	if (nic->bdf && (at = strchr(name, '@')) && mentions_bdf(at, nic->bdf))
 		return true;
 	/* eth0, eth0-TxRx-3, eth0-rx-1 */
 	return !strncmp(name, nic->dev, dl) && (!name[dl] || name[dl] == '-');
+}
+
+/* The number after prefix in s, or -1. */
+static int num_after(const char *s, const char *prefix)
+{
+	const char *p = strstr(s, prefix);
+
+	if (!p || !isdigit((unsigned char)p[strlen(prefix)]))
+		return -1;
+	return atoi(p + strlen(prefix));
+}
+
+/*
+ * What a driver's IRQ name says it serves: queue pair N (Intel and
+ * Broadcom "TxRx-N", mlx5 "mlx5_compN"), one direction (virtio-net
+ * "input.N"/"output.N", "tx-N"/"rx-N"), or nothing (config, async,
+ * command, misc vectors, and the bare device name of the link IRQ).
+ */
+static void classify(const struct nic *nic, struct irq *q)
+{
+	static const char *const other[] = { "config", "async", "_cmd", "-ctrl",
+		"misc", "-pages", NULL };
+	const char *nm = q->name;
+
+	q->queue = -1;
+	q->kind = Q_NONE;
+	if ((q->queue = num_after(nm, "TxRx-")) >= 0 ||
+	    (q->queue = num_after(nm, "mlx5_comp")) >= 0) {
+		q->kind = Q_BOTH;
+	} else if ((q->queue = num_after(nm, "-output.")) >= 0 ||
+		   (q->queue = num_after(nm, "-tx-")) >= 0) {
+		q->kind = Q_TX;
+	} else if ((q->queue = num_after(nm, "-input.")) >= 0 ||
+		   (q->queue = num_after(nm, "-rx-")) >= 0) {
+		q->kind = Q_RX;
+	} else {
+		for (int i = 0; other[i]; i++)
+			if (strstr(nm, other[i]))
+				q->kind = Q_OTHER;
+		if (!strcmp(nm, nic->dev))
+			q->kind = Q_OTHER;
+	}
 }
 
 static void read_irq_state(struct nic *nic, struct irq *q, const struct names *nm)
 {
 	char *p = xsprintf("%s/irq/%d/smp_affinity_list", proc_root(), q->n);
 	char *e = xsprintf("%s/irq/%d/effective_affinity_list", proc_root(), q->n);
+	char *h = xsprintf("%s/irq/%d/affinity_hint", proc_root(), q->n);
 	char *dbg = xsprintf("%s/kernel/debug/irq/irqs/%d", sysfs_root(), q->n);
-	char *flags;
+	char *flags, *hint;
 	struct stat st;
 
 	q->name = xstrdup(q->n < nm->max && nm->name[q->n] ? nm->name[q->n] : "");
+	q->tail = xstrdup(q->n < nm->max && nm->tail[q->n] ? nm->tail[q->n] : "");
+	classify(nic, q);
+	/* The driver's wish (a hex mask; all zeroes when it has none). */
+	hint = read_file(h);
+	if (hint && !cpumask_parse(hint, &q->hintc))
+		q->hint = cpulist_format(&q->hintc);
+	free(hint);
+	free(h);
 	q->aff = read_file(p);
 	q->eff = read_file(e);
 	if (q->aff)
@@ -283,7 +408,6 @@ static void read_irq_state(struct nic *nic, struct irq *q, const struct names *n
 	free(p);
 	free(e);
 	free(dbg);
-	(void)nic;
 }
 
 static int count_queues(const char *dev, const char *prefix)
@@ -303,20 +427,120 @@ static int count_queues(const char *dev, const char *prefix)
 	return n;
 }
 
+/* Why DEV cannot be used: on stderr, or kept in nic->problem when quiet. */
+static int nic_fail(struct nic *nic, bool quiet, bool not_nic, char *msg)
+{
+	if (quiet) {
+		nic->problem = msg;
+		nic->not_nic = not_nic;
+	} else {
+		err("%s", msg);
+		free(msg);
+	}
+	return EXIT_FAILED;
+}
+
+/* Walks up from the device link to the PCI function, or NULL. */
+static char *pci_function(const char *real)
+{
+	char *devroot = xsprintf("%s/devices", sysfs_root()), *dir;
+	char rootreal[PATH_MAX];
+
+	if (realpath(devroot, rootreal)) {
+		free(devroot);
+		devroot = xstrdup(rootreal);
+	}
+	dir = xstrdup(real);
+	while (strlen(dir) > strlen(devroot) && !is_pci_function(dir)) {
+		char *up = xstrdup(dirname(dir));
+
+		free(dir);
+		dir = up;
+	}
+	if (strlen(dir) <= strlen(devroot)) {
+		free(dir);
+		dir = NULL;
+	}
+	free(devroot);
+	return dir;
+}
+
 /*
- * Loads everything about DEV.  forced_node >= 0 overrides numa_node -1.
- * Prints one message and returns non-zero when DEV cannot be used.
+ * The local CPUs.  A node given with 'node N' wins, also over a known
+ * numa_node: firmware does report wrong proximity domains, and an engineer
+ * who names a node means it (show and set say that it overrides).
+ */
+static int choose_local(struct nic *nic, int forced_node, bool quiet)
+{
+	struct cpus on;
+
+	nic->use_node = nic->node;
+	if (forced_node >= 0 && forced_node != nic->node) {
+		nic->use_node = forced_node;
+		nic->override = nic->node >= 0 && forced_node != nic->node;
+		nic->fallback = nic->node >= 0 ? "node given on the command line, overriding numa_node" :
+			"node given on the command line";
+	}
+	if (nic->use_node >= 0) {
+		if (node_cpus(nic->use_node, &nic->local))
+			return nic_fail(nic, quiet, false,
+					xsprintf("node %d: no %s/devices/system/node/node%d/cpulist",
+						 nic->use_node, sysfs_root(), nic->use_node));
+	} else {
+		char *p = xsprintf("%s/local_cpulist", nic->pci);
+		char *s = read_file(p);
+
+		free(p);
+		if (s && !cpulist_parse(s, &nic->local) && cpus_count(&nic->local)) {
+			nic->fallback = "local_cpulist";
+		} else {
+			online_cpus(&nic->local);
+			nic->fallback = "all online CPUs";
+		}
+		free(s);
+		nic->use_node = -1;
+	}
+	if (!online_cpus(&on))
+		for (int i = 0; i < MAXCPUS; i++)
+			nic->local.on[i] = nic->local.on[i] && on.on[i];
+	return 0;
+}
+
+/* The PCI function's MSI/MSI-X vectors, else its INTx line. */
+static void pci_irqs(struct nic *nic)
+{
+	char *p = xsprintf("%s/msi_irqs", nic->pci);
+	DIR *d = opendir(p);
+	struct dirent *e;
+
+	free(p);
+	while (d && (e = readdir(d)))
+		if (isdigit((unsigned char)e->d_name[0]))
+			add_irq(nic, atoi(e->d_name), true);
+	if (d)
+		closedir(d);
+	if (!nic->nirq) {
+		long long irq;
+
+		p = xsprintf("%s/irq", nic->pci);
+		if (!read_int(p, &irq) && irq > 0)
+			add_irq(nic, irq, true);
+		free(p);
+	}
+}
+
+/*
+ * Loads everything about DEV.  forced_node >= 0 chooses the node.  Returns
+ * non-zero when DEV cannot be used, with one message (nic->problem if quiet).
  */
 static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quiet)
 {
 	char *net = xsprintf("%s/class/net/%s", sysfs_root(), dev);
 	char *link = xsprintf("%s/device", net);
-	char real[PATH_MAX], *dir, *devroot;
+	char real[PATH_MAX];
 	struct names nm;
 	struct stat st;
 	long long node = -1;
-	DIR *d;
-	struct dirent *e;
 
 	memset(nic, 0, sizeof(*nic));
 	nic->dev = dev;
@@ -334,116 +558,45 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 			free(blk);
 		}
 	}
-	if (strchr(dev, '/') || !*dev || stat(net, &st)) {
-		if (!quiet)
-			err("no network or block device '%s' (nothing in %s/class/net or class/block)",
-			    dev, sysfs_root());
-		return EXIT_FAILED;
-	}
-	if (!realpath(link, real)) {
-		if (!quiet)
-			err("%s has no device (a virtual interface): it has no IRQs of its own",
-			    dev);
-		return EXIT_FAILED;
-	}
+	if (strchr(dev, '/') || !*dev || stat(net, &st))
+		return nic_fail(nic, quiet, true,
+				xsprintf("no network or block device '%s' (nothing in %s/class/net or class/block)",
+					 dev, sysfs_root()));
+	if (!realpath(link, real))
+		return nic_fail(nic, quiet, true,
+				xsprintf("%s has no device (a virtual interface): it has no IRQs of its own",
+					 dev));
 	/* virtio-net's device link is the virtio device, below the PCI function. */
-	devroot = xsprintf("%s/devices", sysfs_root());
+	nic->pci = pci_function(real);
+	if (!nic->pci)
+		return nic_fail(nic, quiet, true,
+				xsprintf("%s (%s) is not behind a PCI function: no msi_irqs to read",
+					 dev, real));
+	nic->bdf = xstrdup(strrchr(nic->pci, '/') + 1);
 	{
-		char rootreal[PATH_MAX];
-
-		if (realpath(devroot, rootreal)) {
-			free(devroot);
-			devroot = xstrdup(rootreal);
-		}
-	}
-	dir = xstrdup(real);
-	while (strlen(dir) > strlen(devroot) && !is_pci_function(dir)) {
-		char *up = xstrdup(dirname(dir));
-
-		free(dir);
-		dir = up;
-	}
-	if (strlen(dir) <= strlen(devroot)) {
-		if (!quiet)
-			err("%s (%s) is not behind a PCI function: no msi_irqs to read",
-			    dev, real);
-		free(dir);
-		return EXIT_FAILED;
-	}
-	nic->pci = dir;
-	nic->bdf = xstrdup(basename(xstrdup(dir)));
-	{
-		char *p = xsprintf("%s/numa_node", dir);
+		char *p = xsprintf("%s/numa_node", nic->pci);
 
 		if (read_int(p, &node))
 			node = -1;
 		free(p);
 	}
 	nic->node = node;
-	nic->use_node = node;
-	if (node < 0 && forced_node >= 0) {
-		nic->use_node = forced_node;
-		nic->fallback = "node given on the command line";
-	}
-	if (nic->use_node >= 0) {
-		if (node_cpus(nic->use_node, &nic->local)) {
-			if (!quiet)
-				err("node %d: no %s/devices/system/node/node%d/cpulist",
-				    nic->use_node, sysfs_root(), nic->use_node);
-			return EXIT_FAILED;
-		}
-	} else {
-		char *p = xsprintf("%s/local_cpulist", dir);
-		char *s = read_file(p);
+	if (choose_local(nic, forced_node, quiet))
+		return EXIT_FAILED;
 
-		free(p);
-		if (s && !cpulist_parse(s, &nic->local) && cpus_count(&nic->local)) {
-			nic->fallback = "local_cpulist";
-		} else {
-			online_cpus(&nic->local);
-			nic->fallback = "all online CPUs";
-		}
-		free(s);
-		nic->use_node = -1;
-	}
-	{
-		struct cpus on;
-
-		if (!online_cpus(&on))
-			for (int i = 0; i < MAXCPUS; i++)
-				nic->local.on[i] = nic->local.on[i] && on.on[i];
-	}
-
-	/* The PCI function's MSI/MSI-X vectors, else its INTx line. */
-	{
-		char *p = xsprintf("%s/msi_irqs", dir);
-
-		d = opendir(p);
-		free(p);
-		while (d && (e = readdir(d)))
-			if (isdigit((unsigned char)e->d_name[0]))
-				add_irq(nic, atoi(e->d_name));
-		if (d)
-			closedir(d);
-		if (!nic->nirq) {
-			long long irq;
-
-			p = xsprintf("%s/irq", dir);
-			if (!read_int(p, &irq) && irq > 0)
-				add_irq(nic, irq);
-			free(p);
-		}
-	}
+	pci_irqs(nic);
 	load_names(&nm);
+	nic->names_err = nm.err;
+	if (nm.err && !quiet)
+		warnx("cannot read %s/interrupts: %s: IRQs known only by name are missing and none is labelled",
+		      proc_root(), strerror(nm.err));
 	for (int i = 0; i < nm.max; i++)
 		if (nm.name[i] && name_matches(nic, nm.name[i]))
-			add_irq(nic, i);
+			add_irq(nic, i, false);
 	qsort(nic->irqs, nic->nirq, sizeof(*nic->irqs), cmp_irq);
 	for (int i = 0; i < nic->nirq; i++)
 		read_irq_state(nic, &nic->irqs[i], &nm);
-	for (int i = 0; i < nm.max; i++)
-		free(nm.name[i]);
-	free(nm.name);
+	free_names(&nm);
 
 	nic->ntx = nic->block ? 0 : count_queues(dev, "tx-");
 	nic->nrx = nic->block ? 0 : count_queues(dev, "rx-");
@@ -454,7 +607,6 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 	}
 	free(net);
 	free(link);
-	free(devroot);
 	return 0;
 }
 
@@ -479,7 +631,10 @@ static char *queue_mask(const char *dev, const char *q, const char *file)
 
 static const char *node_desc(const struct nic *nic, char *buf, size_t len)
 {
-	if (nic->node >= 0)
+	if (nic->override)
+		snprintf(buf, len, "%d (overridden: using node %d, given)", nic->node,
+			 nic->use_node);
+	else if (nic->node >= 0)
 		snprintf(buf, len, "%d", nic->node);
 	else if (nic->use_node >= 0)
 		snprintf(buf, len, "-1 (using node %d, given)", nic->use_node);
@@ -499,9 +654,17 @@ static int unbanned(const struct nic *nic)
 
 static void print_ban_hint(const struct nic *nic, FILE *f)
 {
-	fprintf(f, "irqbalance (pid %d) is running and will move %d of %s's IRQs:\n"
-		"  run 'aheadctl irq ban dev %s', or start irqbalance with",
-		nic->irqbalance, unbanned(nic), nic->dev, nic->dev);
+	char *path = policy_path(), *text = read_file(path);
+
+	fprintf(f, "irqbalance (pid %d) is running and will move %d of %s's IRQs:\n",
+		nic->irqbalance, unbanned(nic), nic->dev);
+	if (text && policy_lists(text, nic->bdf))
+		fprintf(f, "  %s bans them, but irqbalance does not read it: restart irqbalance with --policyscript=%s, or with",
+			path, path);
+	else
+		fprintf(f, "  run 'aheadctl irq ban dev %s', or start irqbalance with", nic->dev);
+	free(text);
+	free(path);
 	for (int i = 0; i < nic->nirq; i++)
 		if (!nic->irqs[i].banned && !nic->irqs[i].managed)
 			fprintf(f, " --banirq=%d", nic->irqs[i].n);
@@ -522,6 +685,7 @@ static int irq_show(struct nic *nic)
 		else
 			jnull("local_node");
 		jstr("fallback", nic->fallback);
+		jbool("node_override", nic->override);
 		jstr("local_cpus", local);
 		jkey("irqbalance");
 		jopen('{');
@@ -540,6 +704,7 @@ static int irq_show(struct nic *nic)
 			jstr("name", q->name);
 			jstr("affinity", q->aff);
 			jstr("effective", q->eff);
+			jstr("affinity_hint", q->hint);
 			jbool("managed", q->managed);
 			jbool("off_node", q->off_node);
 			jbool("pending", q->pending);
@@ -573,6 +738,9 @@ static int irq_show(struct nic *nic)
 	}
 	printf("dev %s  pci %s  numa_node %s  local CPUs %s\n", nic->dev, nic->bdf,
 	       node_desc(nic, buf, sizeof(buf)), local);
+	if (nic->override)
+		printf("node %d given: it overrides the numa_node %d that the firmware reports for %s\n",
+		       nic->use_node, nic->node, nic->bdf);
 	if (nic->node < 0 && nic->use_node < 0)
 		printf("numa_node is -1: the firmware gave %s no proximity domain; local CPUs are %s (%s); pass 'node N' to choose a node\n",
 		       nic->bdf, local, nic->fallback);
@@ -584,8 +752,8 @@ static int irq_show(struct nic *nic)
 	if (!nic->nirq)
 		printf("no IRQs: %s has no msi_irqs and no interrupt line in use\n", nic->bdf);
 	else
-		printf("%5s  %-32s %-10s %-10s %s\n", "IRQ", "NAME", "AFFINITY",
-		       "EFFECTIVE", "STATE");
+		printf("%5s  %-32s %-10s %-10s %-10s %s\n", "IRQ", "NAME", "AFFINITY",
+		       "EFFECTIVE", "HINT", "STATE");
 	for (int i = 0; i < nic->nirq; i++) {
 		const struct irq *q = &nic->irqs[i];
 		char state[80] = "";
@@ -603,8 +771,9 @@ static int irq_show(struct nic *nic)
 		if (!*state)
 			strcpy(state, "ok,");
 		state[strlen(state) - 1] = 0;
-		printf("%5d  %-32s %-10s %-10s %s\n", q->n, *q->name ? q->name : "-",
-		       q->aff ? q->aff : "-", q->eff ? q->eff : "-", state);
+		printf("%5d  %-32s %-10s %-10s %-10s %s\n", q->n, *q->name ? q->name : "-",
+		       q->aff ? q->aff : "-", q->eff ? q->eff : "-",
+		       q->hint && *q->hint ? q->hint : "-", state);
 	}
 	if (nic->ntx || nic->nrx)
 		printf("%-8s %-12s %s\n", "QUEUE", "XPS", "RPS");
@@ -628,11 +797,15 @@ static int irq_show(struct nic *nic)
 struct plan {
 	int irq;		/* index into nic->irqs, or -1 for a tx queue */
 	int queue;
-	int cpu;
+	int src;		/* tx queue: the IRQ (index) whose CPUs it gets */
+	const char *how;	/* why these CPUs */
+	struct cpus want;
+	char *val;		/* what is written */
 	char *path;
 	char *old;
 	bool skipped;		/* managed: left alone */
 	bool pending;		/* effective affinity not moved yet */
+	bool narrowed;		/* effective affinity a subset of the request */
 	bool written;
 };
 
@@ -677,12 +850,416 @@ static void rollback(struct plan *p, int n)
 	}
 }
 
+/*
+ * irqbalance runs a policy script through popen() as "exec SCRIPT PATH IRQ"
+ * (classify.c: build_one_dev_entry() and add_new_irq() call
+ * get_irq_user_policy(), which runs run_script_for_policy()).  PATH is
+ * /sys/bus/pci/devices/<BDF> for an IRQ of a PCI function's msi_irqs or
+ * irq file, and /sys for an IRQ without a sysfs device.  It bans the IRQ
+ * when the script prints ban=true, and ignores the output of a script that
+ * exits non-zero.  So the script matches the PCI address, which a reboot
+ * keeps, never an IRQ number, which a reboot hands to another device.
+ */
+static const char policy_body[] =
+	"bdf=${1##*/}\n"
+	"line=\n"
+	"[ \"$1\" = /sys ] && line=$(grep \"^ *$2:\" \"$proc/interrupts\")\n"
+	"grep '^# aheadctl-ban ' \"$0\" | while read -r _ _ _ pci _; do\n"
+	"\twant=${pci##*/}\n"
+	"\t[ -n \"$want\" ] || continue\n"
+	"\t[ \"$bdf\" = \"$want\" ] && { echo ban=true; break; }\n"
+	"\tcase \"$line\" in\n"
+	"\t*[!0-9a-fA-F]\"$want\" | *[!0-9a-fA-F]\"$want\"[!0-9a-fA-F]*) echo ban=true; break ;;\n"
+	"\tesac\n"
+	"done\n"
+	"exit 0\n";
+
+/* The script with DEV's entry added (or replaced) and the others kept. */
+static char *policy_text(const struct nic *nic, const char *old)
+{
+	char *copy = xstrdup(old ? old : ""), *save = NULL;
+	char *proc = shell_quote(proc_root());
+	size_t cap = strlen(copy) + strlen(policy_body) + strlen(proc) + 1024 +
+		strlen(nic->dev) + strlen(nic->bdf);
+	char *out = xcalloc(1, cap), *o = out;
+
+	o += sprintf(o, "#!/bin/sh\n"
+		     "# aheadctl irqbalance policy: devices whose IRQs aheadctl irq set places.\n"
+		     "# irqbalance runs it as: SCRIPT /sys/bus/pci/devices/BDF IRQ (or SCRIPT /sys IRQ)\n"
+		     "# and bans the IRQ on ban=true; devices match by PCI address, stable across reboots.\n");
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *line = xstrdup(l), *dev;
+		const char *b;
+
+		if (!strncmp(l, "# aheadctl-ban ", 15) && (b = ban_bdf(line, &dev)) &&
+		    strcmp(dev, nic->dev) && strcmp(b, nic->bdf))
+			o += sprintf(o, "# aheadctl-ban %s %s\n", dev, b);
+		free(line);
+	}
+	o += sprintf(o, "# aheadctl-ban %s %s\nproc=%s\n%s", nic->dev, nic->bdf,
+		     proc, policy_body);
+	free(proc);
+	free(copy);
+	return out;
+}
+
+/* Writes the script atomically; 0, or one message and EXIT_FAILED. */
+static int policy_write(const char *path, const char *text, const char *verb)
+{
+	char *dir = xstrdup(path), *tmp;
+	FILE *f;
+
+	*strrchr(dir, '/') = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		err("cannot create %s: %s%s", dir, strerror(errno),
+		    errno == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		return EXIT_FAILED;
+	}
+	free(dir);
+	tmp = xsprintf("%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fchmod(fileno(f), 0755) || fclose(f)) {
+		err("cannot write %s: %s%s", tmp, strerror(errno),
+		    errno == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		unlink(tmp);
+		return EXIT_FAILED;
+	}
+	if (rename(tmp, path)) {
+		err("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		return EXIT_FAILED;
+	}
+	free(tmp);
+	return 0;
+}
+
+/* How many of DEV's IRQs the script bans; warns about the ones it cannot. */
+static int policy_count(const struct nic *nic, bool warn)
+{
+	int nb = 0;
+
+	for (int i = 0; i < nic->nirq; i++) {
+		const struct irq *q = &nic->irqs[i];
+
+		if (q->managed)
+			continue;
+		if (script_bans(nic, q))
+			nb++;
+		else if (warn)
+			warnx("IRQ %d (%s) is in no msi_irqs and its /proc/interrupts line names no PCI address: a policy script cannot tell it across reboots; use irqbalance --banirq=%d",
+			      q->n, q->name, q->n);
+	}
+	return nb;
+}
+
+/*
+ * The IRQ that serves tx queue q, so that XPS sends from the CPU that
+ * completes the queue: by name (a tx IRQ N, then a queue pair N), else the
+ * q-th queue IRQ, never a config or async vector.
+ */
+static int tx_irq(const struct nic *nic, int q, const char **how)
+{
+	static const enum qkind byname[] = { Q_TX, Q_BOTH };
+	int nq = 0, pos;
+
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < nic->nirq; i++)
+			if (nic->irqs[i].kind == byname[k] && nic->irqs[i].queue == q) {
+				*how = "by name";
+				return i;
+			}
+	for (int i = 0; i < nic->nirq; i++)
+		nq += nic->irqs[i].kind != Q_OTHER && nic->irqs[i].kind != Q_RX;
+	if (!nq) {
+		*how = "by position among all IRQs: none serves a tx queue";
+		return q % nic->nirq;
+	}
+	pos = q % nq;
+	*how = "by position among the queue IRQs";
+	for (int i = 0; i < nic->nirq; i++)
+		if (nic->irqs[i].kind != Q_OTHER && nic->irqs[i].kind != Q_RX && !pos--)
+			return i;
+	return 0;	/* not reached: pos < nq */
+}
+
+/* XPS follows its IRQ: where we place it, or where the kernel keeps it. */
+static void xps_follow(const struct nic *nic, struct plan *plan, struct plan *p)
+{
+	const struct plan *ip = &plan[p->src];
+
+	if (ip->skipped)
+		p->want = nic->irqs[p->src].affc;
+	else
+		p->want = ip->want;
+	free(p->val);
+	p->val = cpumask_format(&p->want);
+}
+
+static bool cpus_equal(const struct cpus *a, const struct cpus *b)
+{
+	return cpus_subset(a, b) && cpus_subset(b, a);
+}
+
+/* Checks one IRQ's file before anything is written. */
+static int plan_irq(struct nic *nic, struct plan *p, int i, const struct cpus *allowed,
+		    const int *order, int norder, int *k)
+{
+	const struct irq *q = &nic->irqs[i];
+
+	p->irq = i;
+	p->path = xsprintf("%s/irq/%d/smp_affinity_list", proc_root(), q->n);
+	p->old = q->aff ? xstrdup(q->aff) : NULL;
+	if (q->managed) {
+		p->skipped = true;
+		return 0;
+	}
+	if (!p->old) {
+		err("IRQ %d: cannot read %s: %s", q->n, p->path, strerror(errno));
+		return EXIT_FAILED;
+	}
+	/* A driver's hint inside the local CPUs the policy allows wins. */
+	if (q->hint && cpus_count(&q->hintc) && cpus_subset(&q->hintc, allowed)) {
+		p->want = q->hintc;
+		p->how = "affinity_hint";
+	} else {
+		memset(&p->want, 0, sizeof(p->want));
+		p->want.on[order[(*k)++ % norder]] = true;
+	}
+	p->val = cpulist_format(&p->want);
+	if (!g.dry_run && access(p->path, W_OK)) {
+		err("cannot write %s: %s%s", p->path, strerror(errno),
+		    errno == EACCES ? " (irq set needs root)" : "");
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int plan_xps(struct nic *nic, struct plan *plan, struct plan *p, int q)
+{
+	p->irq = -1;
+	p->queue = q;
+	p->src = tx_irq(nic, q, &p->how);
+	xps_follow(nic, plan, p);
+	p->path = xsprintf("%s/class/net/%s/queues/tx-%d/xps_cpus",
+			   sysfs_root(), nic->dev, q);
+	p->old = read_file(p->path);
+	if (!p->old) {
+		err("tx-%d: cannot read %s: %s", q, p->path, strerror(errno));
+		return EXIT_FAILED;
+	}
+	if (!g.dry_run && access(p->path, W_OK)) {
+		err("cannot write %s: %s%s", p->path, strerror(errno),
+		    errno == EACCES ? " (irq set needs root)" : "");
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+/*
+ * Writes one IRQ.  A real failure (the write refused, smp_affinity_list not
+ * what was written) returns EXIT_FAILED; an effective affinity that has not
+ * moved yet (pending) or is narrower than asked (the interrupt controller
+ * may target one CPU of several) is reported, not undone.
+ */
+static int write_irq(struct nic *nic, struct plan *p)
+{
+	struct irq *q = &nic->irqs[p->irq];
+	struct cpus got, eff;
+	char *now, *e;
+	int r = write_file(p->path, p->val);
+
+	if (r == -EIO || r == -EPERM) {
+		/* The kernel manages this one's affinity. */
+		q->managed = true;
+		p->skipped = true;
+		return 0;
+	}
+	if (r) {
+		err("IRQ %d: writing %s to %s failed: %s", q->n, p->val, p->path,
+		    strerror(-r));
+		return EXIT_FAILED;
+	}
+	p->written = true;
+	now = read_file(p->path);
+	if (!now || cpulist_parse(now, &got) || !cpus_equal(&got, &p->want)) {
+		err("IRQ %d: wrote %s, read back '%s'", q->n, p->val,
+		    now ? now : "(unreadable)");
+		free(now);
+		return EXIT_FAILED;
+	}
+	free(q->aff);
+	q->aff = now;
+	e = xsprintf("%s/irq/%d/effective_affinity_list", proc_root(), q->n);
+	free(q->eff);
+	q->eff = read_file(e);
+	free(e);
+	/*
+	 * x86 moves an MSI whose vector cannot change in process context at
+	 * its next interrupt: until then the effective affinity is the old
+	 * one.  Pending, not failed; irq show says which.
+	 */
+	if (q->eff && (cpulist_parse(q->eff, &eff) || !cpus_subset(&eff, &p->want)))
+		p->pending = true;
+	else if (q->eff && cpus_count(&eff) && !cpus_equal(&eff, &p->want))
+		p->narrowed = true;
+	return 0;
+}
+
+static int write_xps(struct nic *nic, struct plan *plan, struct plan *p)
+{
+	struct cpus got;
+	char *now;
+	int r;
+
+	xps_follow(nic, plan, p);	/* its IRQ may have turned out managed */
+	r = write_file(p->path, p->val);
+	if (r) {
+		err("tx-%d: writing %s to %s failed: %s", p->queue, p->val, p->path,
+		    strerror(-r));
+		return EXIT_FAILED;
+	}
+	p->written = true;
+	now = read_file(p->path);
+	if (!now || cpumask_parse(now, &got) || !cpus_equal(&got, &p->want)) {
+		err("tx-%d: wrote XPS mask %s, read back '%s'", p->queue, p->val,
+		    now ? now : "(unreadable)");
+		free(now);
+		return EXIT_FAILED;
+	}
+	free(now);
+	return 0;
+}
+
+/*
+ * Bans the device from irqbalance before the first affinity write, so that
+ * irqbalance cannot move an IRQ between our write and the ban.
+ */
+static int ban_first(struct nic *nic, const struct plan *plan, int nplan, char **banned)
+{
+	char *path, *old, *text;
+	bool need = false;
+	int r;
+
+	for (int i = 0; i < nplan; i++)
+		if (plan[i].irq >= 0 && !plan[i].skipped && !nic->irqs[plan[i].irq].banned)
+			need = true;
+	if (!nic->irqbalance || !need || !policy_count(nic, false))
+		return 0;
+	path = policy_path();
+	*banned = path;
+	if (g.dry_run)
+		return 0;
+	old = read_file(path);
+	text = policy_text(nic, old);
+	r = policy_write(path, text, "irq set");
+	free(old);
+	free(text);
+	if (r)
+		return r;
+	policy_bans(nic);	/* banned now if irqbalance runs this script */
+	return 0;
+}
+
+static void set_report(struct nic *nic, struct plan *plan, int nplan, const char *policy,
+		       const char *banned)
+{
+	if (g.json) {
+		jopen('{');
+		jstr("dev", nic->dev);
+		jstr("policy", policy);
+		jbool("applied", !g.dry_run);
+		jbool("node_override", nic->override);
+		jstr("banned_in", banned);
+		jkey("irqs");
+		jopen('[');
+		for (int i = 0; i < nplan; i++) {
+			struct plan *p = &plan[i];
+			struct irq *q;
+
+			if (p->irq < 0)
+				continue;
+			q = &nic->irqs[p->irq];
+			jopen('{');
+			jint("irq", q->n);
+			jstr("name", q->name);
+			jbool("managed", q->managed);
+			if (p->skipped) {
+				jnull("cpu");
+			} else {
+				jint("cpu", cpus_nth(&p->want, 0));
+				jstr("cpus", p->val);
+				jbool("hint_followed", p->how != NULL);
+				jstr("effective", g.dry_run ? NULL : q->eff);
+				jbool("pending", p->pending);
+				jbool("narrowed", p->narrowed);
+			}
+			jstr("old", p->old);
+			jclose();
+		}
+		jclose();
+		jkey("xps");
+		jopen('[');
+		for (int i = 0; i < nplan; i++)
+			if (plan[i].irq < 0) {
+				char *l = cpulist_format(&plan[i].want);
+
+				jopen('{');
+				jint("queue", plan[i].queue);
+				jint("cpu", cpus_nth(&plan[i].want, 0));
+				jstr("cpus", l);
+				jint("irq", nic->irqs[plan[i].src].n);
+				jstr("how", plan[i].how);
+				jclose();
+				free(l);
+			}
+		jclose();
+		jclose();
+		jend();
+		return;
+	}
+	if (nic->override)
+		printf("node %d given: it overrides the numa_node %d that the firmware reports for %s\n",
+		       nic->use_node, nic->node, nic->bdf);
+	if (banned)
+		printf("%s %s (PCI %s) from irqbalance in %s before writing\n",
+		       g.dry_run ? "would ban" : "banned", nic->dev, nic->bdf, banned);
+	for (int i = 0; i < nplan; i++) {
+		struct plan *p = &plan[i];
+		struct irq *q;
+		char *l;
+
+		if (p->irq < 0) {
+			l = cpulist_format(&p->want);
+			printf("%stx-%d XPS -> CPU%s %s (follows IRQ %d %s, %s)\n",
+			       g.dry_run ? "would set " : "", p->queue,
+			       cpus_count(&p->want) > 1 ? "s" : "", l,
+			       nic->irqs[p->src].n,
+			       *nic->irqs[p->src].name ? nic->irqs[p->src].name : "-", p->how);
+			free(l);
+			continue;
+		}
+		q = &nic->irqs[p->irq];
+		if (p->skipped)
+			printf("IRQ %d (%s): managed by the kernel, left alone\n", q->n, q->name);
+		else if (g.dry_run)
+			printf("would set IRQ %d (%s): %s -> %s%s\n", q->n, q->name, p->old,
+			       p->val, p->how ? " (driver's affinity_hint)" : "");
+		else
+			printf("IRQ %d (%s): %s -> %s%s, effective %s%s\n", q->n, q->name,
+			       p->old, p->val, p->how ? " (driver's affinity_hint)" : "",
+			       q->eff ? q->eff : "n/a",
+			       p->pending ? " (pending: moves at its next interrupt)" :
+			       p->narrowed ? " (narrowed by the interrupt controller: allowed, kept)" : "");
+	}
+}
+
 static int irq_set(struct nic *nic, char **rest, int nrest)
 {
 	int order[MAXCPUS], norder = 0, nplan = 0, k = 0, rc = 0;
 	bool xps = false;
 	const char *policy;
-	struct cpus on, chosen;
+	char *banned = NULL;
+	struct cpus on, chosen, allowed;
 	struct plan *plan;
 
 	if (nrest < 2 || strcmp(rest[0], "policy")) {
@@ -695,6 +1272,7 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 		return EXIT_FAILED;
 	}
 	memset(&chosen, 0, sizeof(chosen));
+	memset(&allowed, 0, sizeof(allowed));
 	if (!strcmp(policy, "local") || !strcmp(policy, "spread")) {
 		for (int c = 0; c < MAXCPUS; c++)
 			if (nic->local.on[c] && on.on[c])
@@ -707,6 +1285,8 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 			err("%s: no online local CPUs to place IRQs on", nic->dev);
 			return EXIT_FAILED;
 		}
+		for (int c = 0; c < MAXCPUS; c++)
+			allowed.on[c] = nic->local.on[c] && on.on[c];
 		rest += 2;
 		nrest -= 2;
 	} else if (!strcmp(policy, "cpus")) {
@@ -722,9 +1302,11 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 			free(l);
 			return EXIT_FAILED;
 		}
-		for (int c = 0; c < MAXCPUS; c++)
+		for (int c = 0; c < MAXCPUS; c++) {
 			if (chosen.on[c])
 				order[norder++] = c;
+			allowed.on[c] = chosen.on[c] && nic->local.on[c];
+		}
 		rest += 3;
 		nrest -= 3;
 	} else {
@@ -750,206 +1332,39 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 
 	/* The whole plan, checked before the first write. */
 	plan = xcalloc(nic->nirq + nic->ntx, sizeof(*plan));
-	for (int i = 0; i < nic->nirq; i++) {
-		struct plan *p = &plan[nplan++];
+	for (int i = 0; i < nic->nirq; i++)
+		if (plan_irq(nic, &plan[nplan++], i, &allowed, order, norder, &k))
+			return EXIT_FAILED;
+	for (int q = 0; xps && q < nic->ntx; q++)
+		if (plan_xps(nic, plan, &plan[nplan++], q))
+			return EXIT_FAILED;
+	if (ban_first(nic, plan, nplan, &banned))
+		return EXIT_FAILED;
 
-		p->irq = i;
-		p->path = xsprintf("%s/irq/%d/smp_affinity_list", proc_root(), nic->irqs[i].n);
-		p->old = nic->irqs[i].aff ? xstrdup(nic->irqs[i].aff) : NULL;
-		if (nic->irqs[i].managed) {
-			p->skipped = true;
+	for (int i = 0; i < nplan && !g.dry_run && !rc; i++) {
+		if (plan[i].skipped)
 			continue;
-		}
-		if (!p->old) {
-			err("IRQ %d: cannot read %s: %s", nic->irqs[i].n, p->path,
-			    strerror(errno));
-			return EXIT_FAILED;
-		}
-		p->cpu = order[k++ % norder];
-		if (!g.dry_run && access(p->path, W_OK)) {
-			err("cannot write %s: %s%s", p->path, strerror(errno),
-			    errno == EACCES ? " (irq set needs root)" : "");
-			return EXIT_FAILED;
-		}
-	}
-	for (int q = 0; xps && q < nic->ntx; q++) {
-		struct plan *p = &plan[nplan++];
-
-		p->irq = -1;
-		p->queue = q;
-		p->cpu = order[q % norder];
-		p->path = xsprintf("%s/class/net/%s/queues/tx-%d/xps_cpus",
-				   sysfs_root(), nic->dev, q);
-		p->old = read_file(p->path);
-		if (!p->old) {
-			err("tx-%d: cannot read %s: %s", q, p->path, strerror(errno));
-			return EXIT_FAILED;
-		}
-		if (!g.dry_run && access(p->path, W_OK)) {
-			err("cannot write %s: %s%s", p->path, strerror(errno),
-			    errno == EACCES ? " (irq set needs root)" : "");
-			return EXIT_FAILED;
-		}
-	}
-
-	for (int i = 0; i < nplan && !g.dry_run; i++) {
-		struct plan *p = &plan[i];
-		char val[32], *now;
-		int r;
-
-		if (p->skipped)
-			continue;
-		if (p->irq >= 0) {
-			struct irq *q = &nic->irqs[p->irq];
-			struct cpus want, eff;
-			char *e;
-
-			snprintf(val, sizeof(val), "%d", p->cpu);
-			r = write_file(p->path, val);
-			if (r == -EIO || r == -EPERM) {
-				/* The kernel manages this one's affinity. */
-				q->managed = true;
-				p->skipped = true;
-				continue;
-			}
-			if (r) {
-				err("IRQ %d: writing %s to %s failed: %s", q->n, val,
-				    p->path, strerror(-r));
-				rc = EXIT_FAILED;
-				break;
-			}
-			p->written = true;
-			now = read_file(p->path);
-			memset(&want, 0, sizeof(want));
-			want.on[p->cpu] = true;
-			if (!now || strcmp(now, val)) {
-				err("IRQ %d: wrote %s, read back '%s'", q->n, val,
-				    now ? now : "(unreadable)");
-				free(now);
-				rc = EXIT_FAILED;
-				break;
-			}
-			free(q->aff);
-			q->aff = now;
-			e = xsprintf("%s/irq/%d/effective_affinity_list", proc_root(), q->n);
-			free(q->eff);
-			q->eff = read_file(e);
-			free(e);
-			/*
-			 * x86 moves an MSI whose vector cannot change in
-			 * process context at its next interrupt: until then
-			 * the effective affinity is the old one.  Pending, not
-			 * failed; irq show says which.
-			 */
-			if (q->eff && (cpulist_parse(q->eff, &eff) || !cpus_subset(&eff, &want)))
-				p->pending = true;
-		} else {
-			struct cpus want;
-			char *mask;
-
-			memset(&want, 0, sizeof(want));
-			want.on[p->cpu] = true;
-			mask = cpumask_format(&want);
-			r = write_file(p->path, mask);
-			if (r) {
-				err("tx-%d: writing %s to %s failed: %s", p->queue, mask,
-				    p->path, strerror(-r));
-				free(mask);
-				rc = EXIT_FAILED;
-				break;
-			}
-			p->written = true;
-			now = read_file(p->path);
-			{
-				struct cpus got;
-
-				if (!now || cpumask_parse(now, &got) ||
-				    memcmp(&got, &want, sizeof(got))) {
-					err("tx-%d: wrote XPS mask %s, read back '%s'", p->queue,
-					    mask, now ? now : "(unreadable)");
-					rc = EXIT_FAILED;
-				}
-			}
-			free(now);
-			free(mask);
-			if (rc)
-				break;
-		}
+		rc = plan[i].irq >= 0 ? write_irq(nic, &plan[i]) :
+			write_xps(nic, plan, &plan[i]);
 	}
 	if (rc) {
 		rollback(plan, nplan);
 		return rc;
 	}
-
-	if (g.json) {
-		jopen('{');
-		jstr("dev", nic->dev);
-		jstr("policy", policy);
-		jbool("applied", !g.dry_run);
-		jkey("irqs");
-		jopen('[');
-		for (int i = 0; i < nplan; i++) {
-			struct plan *p = &plan[i];
-
-			if (p->irq < 0)
-				continue;
-			jopen('{');
-			jint("irq", nic->irqs[p->irq].n);
-			jstr("name", nic->irqs[p->irq].name);
-			jbool("managed", nic->irqs[p->irq].managed);
-			if (p->skipped) {
-				jnull("cpu");
-			} else {
-				jint("cpu", p->cpu);
-				jstr("effective", g.dry_run ? NULL : nic->irqs[p->irq].eff);
-				jbool("pending", p->pending);
-			}
-			jstr("old", p->old);
-			jclose();
-		}
-		jclose();
-		jkey("xps");
-		jopen('[');
-		for (int i = 0; i < nplan; i++)
-			if (plan[i].irq < 0) {
-				jopen('{');
-				jint("queue", plan[i].queue);
-				jint("cpu", plan[i].cpu);
-				jclose();
-			}
-		jclose();
-		jclose();
-		jend();
-	} else {
-		for (int i = 0; i < nplan; i++) {
-			struct plan *p = &plan[i];
-
-			if (p->irq < 0) {
-				printf("%stx-%d XPS -> CPU %d\n", g.dry_run ? "would set " : "",
-				       p->queue, p->cpu);
-				continue;
-			}
-			if (p->skipped)
-				printf("IRQ %d (%s): managed by the kernel, left alone\n",
-				       nic->irqs[p->irq].n, nic->irqs[p->irq].name);
-			else if (g.dry_run)
-				printf("would set IRQ %d (%s): %s -> %d\n", nic->irqs[p->irq].n,
-				       nic->irqs[p->irq].name, p->old, p->cpu);
-			else
-				printf("IRQ %d (%s): %s -> %d, effective %s%s\n",
-				       nic->irqs[p->irq].n, nic->irqs[p->irq].name, p->old,
-				       p->cpu, nic->irqs[p->irq].eff ? nic->irqs[p->irq].eff : "n/a",
-				       p->pending ? " (pending: moves at its next interrupt)" : "");
-		}
-	}
+	set_report(nic, plan, nplan, policy, banned);
 	{
-		int npend = 0;
+		int npend = 0, nnarrow = 0;
 
-		for (int i = 0; i < nplan; i++)
+		for (int i = 0; i < nplan; i++) {
 			npend += plan[i].pending;
+			nnarrow += plan[i].narrowed;
+		}
 		if (npend)
 			fprintf(stderr, "aheadctl: %d IRQs of %s are pending: the kernel moves each at its next interrupt ('aheadctl irq show dev %s' shows them)\n",
 				npend, nic->dev, nic->dev);
+		if (nnarrow)
+			fprintf(stderr, "aheadctl: %d IRQs of %s have an effective affinity narrower than the CPUs written: the interrupt controller chose among them, as it may\n",
+				nnarrow, nic->dev);
 	}
 	if (nic->irqbalance && unbanned(nic))
 		print_ban_hint(nic, stderr);
@@ -959,39 +1374,11 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 /* Writes (or replaces DEV's entry in) the irqbalance policy script. */
 static int irq_ban(struct nic *nic)
 {
-	char *path = policy_path(), *old = read_file(path), *dir, *tmp;
-	size_t cap = 4096 + (old ? strlen(old) : 0) + nic->nirq * 12;
-	char *out = xcalloc(1, cap), *o = out;
-	FILE *f;
-	int nb = 0;
+	char *path = policy_path(), *old = read_file(path);
+	char *out = policy_text(nic, old);
+	int nb = policy_count(nic, true), r;
 
-	o += sprintf(o, "#!/bin/sh\n# aheadctl irqbalance policy: IRQs that aheadctl irq set places.\n"
-		     "# irqbalance runs it as: SCRIPT DEVICE_SYSFS_PATH IRQ\n");
-	/* Keep the other devices' entries. */
-	for (char *l = old; l && *l;) {
-		char *nl = strchr(l, '\n');
-		size_t dl = strlen(nic->dev);
-
-		if (nl)
-			*nl = 0;
-		if (!strncmp(l, "# aheadctl-ban ", 15) &&
-		    !(strncmp(l + 15, nic->dev, dl) == 0 && l[15 + dl] == ' '))
-			o += sprintf(o, "%s\n", l);
-		l = nl ? nl + 1 : NULL;
-	}
-	o += sprintf(o, "# aheadctl-ban %s %s", nic->dev, nic->pci);
-	for (int i = 0; i < nic->nirq; i++)
-		if (!nic->irqs[i].managed) {
-			o += sprintf(o, " %d", nic->irqs[i].n);
-			nb++;
-		}
-	o += sprintf(o, "\n");
-	/* The body: the banned device paths and IRQ numbers from the comments. */
-	o += sprintf(o,
-		     "grep '^# aheadctl-ban ' \"$0\" | while read -r _ _ _ path irqs; do\n"
-		     "\tcase \"$1\" in \"$path\"*) echo ban=true; exit 0 ;; esac\n"
-		     "\tfor i in $irqs; do [ \"$i\" = \"$2\" ] && { echo ban=true; exit 0; }; done\n"
-		     "done\n");
+	free(old);
 	if (!nb) {
 		err("%s: every IRQ is managed by the kernel; irqbalance leaves them alone already",
 		    nic->dev);
@@ -1010,36 +1397,21 @@ static int irq_ban(struct nic *nic)
 		}
 		return 0;
 	}
-	dir = xstrdup(path);
-	*strrchr(dir, '/') = 0;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		err("cannot create %s: %s%s", dir, strerror(errno),
-		    errno == EACCES ? " (irq ban needs root)" : "");
-		return EXIT_FAILED;
-	}
-	tmp = xsprintf("%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fputs(out, f) < 0 || fchmod(fileno(f), 0755) || fclose(f)) {
-		err("cannot write %s: %s%s", tmp, strerror(errno),
-		    errno == EACCES ? " (irq ban needs root)" : "");
-		unlink(tmp);
-		return EXIT_FAILED;
-	}
-	if (rename(tmp, path)) {
-		err("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		return EXIT_FAILED;
-	}
+	r = policy_write(path, out, "irq ban");
+	if (r)
+		return r;
 	if (g.json) {
 		jopen('{');
 		jstr("path", path);
+		jstr("pci", nic->bdf);
 		jint("banned_irqs", nb);
 		jbool("applied", true);
 		jbool("irqbalance_uses_it", nic->policyscript && !strcmp(nic->policyscript, path));
 		jclose();
 		jend();
 	} else {
-		printf("wrote %s: %d IRQs of %s banned from irqbalance\n", path, nb, nic->dev);
+		printf("wrote %s: %d IRQs of %s (PCI %s) banned from irqbalance\n", path, nb,
+		       nic->dev, nic->bdf);
 		if (!nic->policyscript || strcmp(nic->policyscript, path))
 			printf("irqbalance reads it once started with it: set IRQBALANCE_ARGS=\"--policyscript=%s\" in /etc/default/irqbalance, then 'systemctl restart irqbalance'\n",
 			       path);
@@ -1079,48 +1451,93 @@ int cmd_irq(int argc, char **argv)
 	return irq_set(&nic, rest, nrest);
 }
 
+/* A check that could not run is said, never skipped in silence. */
+static void doctor_unread(struct doctor *d, const char *what)
+{
+	doctor_finding(d, "irq", what,
+		       "none from aheadctl: make the file readable (is procfs/sysfs mounted? run as root?) and run the doctor again");
+}
+
+static void doctor_nic(struct doctor *d, struct nic *nic)
+{
+	size_t cap = 64, len = 0;
+	char *offs = xcalloc(1, cap);
+	int noff = 0;
+
+	for (int i = 0; i < nic->nirq; i++) {
+		if (!nic->irqs[i].off_node || nic->use_node < 0)
+			continue;
+		if (len + 16 > cap)
+			offs = realloc(offs, cap *= 2);
+		if (!offs)
+			exit(EXIT_FAILED);
+		len += sprintf(offs + len, "%s%d", noff++ ? "," : "", nic->irqs[i].n);
+	}
+	if (noff) {
+		char *l = cpulist_format(&nic->local);
+		char *what = xsprintf("%s: %d IRQs (%s) run off the NIC's node %d (CPUs %s)",
+				      nic->dev, noff, offs, nic->use_node, l);
+		char *fix = xsprintf("aheadctl irq set dev %s policy local", nic->dev);
+
+		doctor_finding(d, "irq", what, fix);
+		free(what);
+		free(fix);
+		free(l);
+	}
+	free(offs);
+	if (nic->irqbalance && unbanned(nic)) {
+		char *what = xsprintf("%s: irqbalance (pid %d) owns %d of its IRQs and will undo a placement",
+				      nic->dev, nic->irqbalance, unbanned(nic));
+		char *fix = xsprintf("aheadctl irq ban dev %s", nic->dev);
+
+		doctor_finding(d, "irq", what, fix);
+		free(what);
+		free(fix);
+	}
+}
+
 /* Doctor: off-node IRQs and irqbalance conflicts of every PCI NIC. */
 void doctor_irq(struct doctor *d)
 {
 	char *p = xsprintf("%s/class/net", sysfs_root());
 	DIR *dir = opendir(p);
 	struct dirent *e;
+	bool names_said = false;
 
+	if (!dir) {
+		char *what = xsprintf("cannot read %s: %s: no NIC's IRQs were checked",
+				      p, strerror(errno));
+
+		doctor_unread(d, what);
+		free(what);
+	}
 	free(p);
 	while (dir && (e = readdir(dir))) {
 		struct nic nic;
-		char offs[512] = "";
-		int noff = 0;
 
-		if (e->d_name[0] == '.' || nic_load(&nic, e->d_name, -1, true))
+		if (e->d_name[0] == '.')
 			continue;
-		for (int i = 0; i < nic.nirq; i++)
-			if (nic.irqs[i].off_node && nic.use_node >= 0 &&
-			    strlen(offs) < sizeof(offs) - 16) {
-				sprintf(offs + strlen(offs), "%s%d", noff ? "," : "",
-					nic.irqs[i].n);
-				noff++;
+		if (nic_load(&nic, e->d_name, -1, true)) {
+			/* A virtual or non-PCI interface has nothing to check. */
+			if (!nic.not_nic) {
+				char *what = xsprintf("%s: not checked: %s", e->d_name,
+						      nic.problem);
+
+				doctor_unread(d, what);
+				free(what);
 			}
-		if (noff) {
-			char *l = cpulist_format(&nic.local);
-			char *what = xsprintf("%s: %d IRQs (%s) run off the NIC's node %d (CPUs %s)",
-					      nic.dev, noff, offs, nic.use_node, l);
-			char *fix = xsprintf("aheadctl irq set dev %s policy local", nic.dev);
-
-			doctor_finding(d, "irq", what, fix);
-			free(what);
-			free(fix);
-			free(l);
+			free(nic.problem);
+			continue;
 		}
-		if (nic.irqbalance && unbanned(&nic)) {
-			char *what = xsprintf("%s: irqbalance (pid %d) owns %d of its IRQs and will undo a placement",
-					      nic.dev, nic.irqbalance, unbanned(&nic));
-			char *fix = xsprintf("aheadctl irq ban dev %s", nic.dev);
+		if (nic.names_err && !names_said) {
+			char *what = xsprintf("cannot read %s/interrupts: %s: IRQs known only by name (mlx5_compN@pci:...) were not checked",
+					      proc_root(), strerror(nic.names_err));
 
-			doctor_finding(d, "irq", what, fix);
+			doctor_unread(d, what);
 			free(what);
-			free(fix);
+			names_said = true;
 		}
+		doctor_nic(d, &nic);
 	}
 	if (dir)
 		closedir(dir);

@@ -1,77 +1,354 @@
-/* numa.c: the read bandwidth matrix, CPU node x memory node (numa bw). */
+/* numa.c: the bandwidth and latency matrices, CPU node x memory node (numa bw). */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "aheadctl.h"
 
-struct worker {
-	pthread_t tid;
-	int cpu;
-	const uint64_t *buf;
-	size_t words;
+#define MIB (1ULL << 20)
+#define HUGE_2M (2ULL << 20)
+#define LINE 64			/* one pointer per cache line in the chase */
+#define CHUNK (64 << 10)	/* a bandwidth thread looks at the clock this often */
+#define DEFAULT_SIZE (256 * MIB)	/* per thread, when sysfs has no caches */
+#define MIN_SIZE (64 * MIB)	/* per thread, at least, when sized from the LLC */
+#define MEMFREE_USE 0.9		/* of a node's MemFree, at most */
+
+enum pages { PAGES_DEFAULT, PAGES_THP, PAGES_HUGETLB };
+static const char *const pages_name[] = { "default", "thp", "hugetlb" };
+
+struct bw_opts {
+	unsigned long long size;	/* per thread; 0: from the LLC */
+	unsigned long long floor;	/* the least size chosen from the LLC */
+	int threads;			/* per CPU node; 0: one per CPU */
 	double seconds;
-	pthread_barrier_t *start;
-	unsigned long long bytes;
-	double elapsed;
-	int err;
+	int runs;
+	bool rw;			/* 1:1 read:write, else read only */
+	bool hugepages;
 };
 
-static volatile uint64_t sink;
+/* The machine as sysfs (AHEADCTL_SYSFS_ROOT) describes it, and the plan. */
+struct topo {
+	int n;
+	int *node;
+	struct cpus *cpus;		/* online CPUs of each node */
+	int *ncpu;
+	long long *memfree;		/* bytes; -1 unknown */
+	bool *has_mem;
+	unsigned long long llc;		/* bytes; 0 unknown */
+	int llc_level;
+	char *llc_shared;		/* shared_cpu_list of that cache */
+	unsigned long long size;	/* per thread, chosen */
+	const char *size_from;		/* option, llc, default */
+	int *threads;			/* bandwidth threads per CPU node */
+	int *load;			/* bandwidth threads beside the latency thread */
+	unsigned long long *need;	/* bytes per memory node */
+	unsigned long long nbufs;	/* buffers a memory node holds at once */
+	enum pages pages;
+};
 
-static double now(void)
+struct result {
+	double *mbps, *idle_ns, *loaded_ns;	/* n x n; -1: no such cell */
+};
+
+static int bufs_per_thread(const struct bw_opts *o)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return o->rw ? 2 : 1;
 }
 
-static void *reader(void *arg)
+/* Bytes of "Node N KEY:  V kB" in nodeN/meminfo, or -1. */
+static long long meminfo(int node, const char *key)
 {
-	struct worker *w = arg;
-	cpu_set_t set;
-	double t0, t;
-	uint64_t acc = 0;
+	char *p = xsprintf("%s/devices/system/node/node%d/meminfo", sysfs_root(), node);
+	char *text = read_file(p), *s;
+	long long v = -1;
 
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	pthread_barrier_wait(w->start);
-	if (w->err)
-		return NULL;
-	t0 = now();
-	do {
-		const uint64_t *p = w->buf;
-		uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+	free(p);
+	if (text && (s = strstr(text, key))) {
+		s += strlen(key);
+		v = strtoll(s, NULL, 10) * 1024;
+	}
+	free(text);
+	return v;
+}
 
-		for (size_t i = 0; i + 4 <= w->words; i += 4) {
-			a0 += p[i];
-			a1 += p[i + 1];
-			a2 += p[i + 2];
-			a3 += p[i + 3];
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* The node numbers under devices/system/node, sorted. */
+static int list_nodes(int **out)
+{
+	char *p = xsprintf("%s/devices/system/node", sysfs_root());
+	DIR *d = opendir(p);
+	struct dirent *e;
+	int n = 0, cap = 16;
+
+	free(p);
+	*out = xcalloc(cap, sizeof(int));
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "node", 4) || !isdigit((unsigned char)e->d_name[4]))
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			*out = realloc(*out, cap * sizeof(int));
+			if (!*out)
+				exit(EXIT_FAILED);
 		}
-		acc += a0 ^ a1 ^ a2 ^ a3;
-		w->bytes += w->words * 8;
-		t = now();
-	} while (t - t0 < w->seconds);
-	w->elapsed = t - t0;
-	sink += acc;
-	return NULL;
+		(*out)[n++] = atoi(e->d_name + 4);
+	}
+	if (d)
+		closedir(d);
+	qsort(*out, n, sizeof(int), cmp_int);
+	return n;
+}
+
+/*
+ * The last-level cache: the highest cache level of any CPU that holds data
+ * (instruction caches do not count), its size and who shares it.
+ */
+static void find_llc(struct topo *t)
+{
+	for (int i = 0; i < t->n; i++)
+		for (int c = 0; c < MAXCPUS; c++) {
+			if (!t->cpus[i].on[c])
+				continue;
+			for (int k = 0; k < 16; k++) {
+				char *dir = xsprintf("%s/devices/system/cpu/cpu%d/cache/index%d",
+						     sysfs_root(), c, k);
+				char *pl = xsprintf("%s/level", dir), *pt = xsprintf("%s/type", dir);
+				char *ps = xsprintf("%s/size", dir), *pc = xsprintf("%s/shared_cpu_list", dir);
+				char *type = read_file(pt), *size = read_file(ps);
+				unsigned long long sz;
+				long long level;
+
+				if (!read_int(pl, &level) && size && parse_size(size, &sz) &&
+				    !(type && !strcmp(type, "Instruction")) &&
+				    (level > t->llc_level || (level == t->llc_level && sz > t->llc))) {
+					t->llc_level = level;
+					t->llc = sz;
+					free(t->llc_shared);
+					t->llc_shared = read_file(pc);
+				}
+				free(type);
+				free(size);
+				free(dir);
+				free(pl);
+				free(pt);
+				free(ps);
+				free(pc);
+			}
+		}
+}
+
+static bool thp_enabled(void)
+{
+	char *p = xsprintf("%s/kernel/mm/transparent_hugepage/enabled", sysfs_root());
+	char *s = read_file(p);
+	bool on = s && !strstr(s, "[never]");
+
+	free(p);
+	free(s);
+	return on;
+}
+
+/* Free 2 MiB hugetlb pages on node, or 0. */
+static long long free_huge(int node)
+{
+	char *p = xsprintf("%s/devices/system/node/node%d/hugepages/hugepages-2048kB/free_hugepages",
+			   sysfs_root(), node);
+	long long v = 0;
+
+	if (read_int(p, &v))
+		v = 0;
+	free(p);
+	return v;
+}
+
+/* hugetlb when every node has the pages, else THP said aloud, else refused. */
+static int choose_pages(struct topo *t, const struct bw_opts *o)
+{
+	t->pages = PAGES_DEFAULT;
+	if (!o->hugepages)
+		return 0;
+	t->pages = PAGES_HUGETLB;
+	for (int j = 0; j < t->n; j++) {
+		/* Each buffer is mapped on its own, rounded up to whole pages. */
+		unsigned long long want = t->nbufs * ((t->size + HUGE_2M - 1) / HUGE_2M);
+
+		if (!t->need[j])
+			continue;
+		if ((unsigned long long)free_huge(t->node[j]) >= want)
+			continue;
+		if (!thp_enabled()) {
+			err("--hugepages: node %d has %lld free 2 MiB hugetlb pages, %llu needed (vm.nr_hugepages), and transparent huge pages are disabled ([never] in %s/kernel/mm/transparent_hugepage/enabled)",
+			    t->node[j], free_huge(t->node[j]), want, sysfs_root());
+			return -1;
+		}
+		warnx("--hugepages: node %d has %lld free 2 MiB hugetlb pages, %llu needed: using transparent huge pages (madvise) instead; reserve hugetlb pages with 'echo N > %s/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages'",
+		      t->node[j], free_huge(t->node[j]), want, sysfs_root(), t->node[j]);
+		t->pages = PAGES_THP;
+		break;
+	}
+	return 0;
+}
+
+/* Reads the topology, sizes the buffers and checks them against MemFree. */
+static int plan(struct topo *t, const struct bw_opts *o)
+{
+	struct cpus online;
+	int *nodes;
+
+	memset(t, 0, sizeof(*t));
+	t->n = list_nodes(&nodes);
+	if (!t->n) {
+		err("no NUMA nodes in %s/devices/system/node", sysfs_root());
+		return -1;
+	}
+	if (online_cpus(&online)) {
+		err("cannot read %s/devices/system/cpu/online", sysfs_root());
+		return -1;
+	}
+	t->node = nodes;
+	t->cpus = xcalloc(t->n, sizeof(*t->cpus));
+	t->ncpu = xcalloc(t->n, sizeof(int));
+	t->memfree = xcalloc(t->n, sizeof(long long));
+	t->has_mem = xcalloc(t->n, sizeof(bool));
+	t->threads = xcalloc(t->n, sizeof(int));
+	t->load = xcalloc(t->n, sizeof(int));
+	t->need = xcalloc(t->n, sizeof(unsigned long long));
+	for (int i = 0; i < t->n; i++) {
+		long long total = meminfo(t->node[i], "MemTotal:");
+
+		if (!node_cpus(t->node[i], &t->cpus[i]))
+			for (int c = 0; c < MAXCPUS; c++)
+				t->cpus[i].on[c] &= online.on[c];
+		t->ncpu[i] = cpus_count(&t->cpus[i]);
+		/* Without meminfo (a bare fixture) the node is assumed to have memory. */
+		t->has_mem[i] = total != 0;
+		t->memfree[i] = meminfo(t->node[i], "MemFree:");
+		if (t->ncpu[i]) {
+			t->threads[i] = o->threads ? o->threads : t->ncpu[i];
+			t->load[i] = t->threads[i] < t->ncpu[i] - 1 ? t->threads[i] :
+				t->ncpu[i] - 1;
+		}
+	}
+	find_llc(t);
+	if (o->size) {
+		t->size = o->size;
+		t->size_from = "option";
+	} else if (t->llc) {
+		/* Twice the LLC: a stream through it finds nothing left behind. */
+		t->size = (2 * t->llc + MIB - 1) / MIB * MIB;
+		if (t->size < o->floor)
+			t->size = o->floor;
+		t->size_from = "llc";
+	} else {
+		t->size = DEFAULT_SIZE > o->floor ? DEFAULT_SIZE : o->floor;
+		t->size_from = "default";
+	}
+	return 0;
+}
+
+/* What each memory node must hold at once: the biggest row's buffers and the chase's. */
+static int check_memory(struct topo *t, const struct bw_opts *o)
+{
+	int most = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->threads[i] > most)
+			most = t->threads[i];
+	t->nbufs = (unsigned long long)most * bufs_per_thread(o) + 1;
+	for (int j = 0; j < t->n; j++) {
+		if (!t->has_mem[j] || !most)
+			continue;
+		t->need[j] = t->nbufs * t->size;
+		if (t->memfree[j] < 0 || t->need[j] <= t->memfree[j] * MEMFREE_USE)
+			continue;
+		err("node %d: numa bw needs %llu MiB there (%d threads x %s%llu MiB, and a %llu MiB latency buffer) but the node has %lld MiB free (MemFree), of which it uses at most %.0f%%: give a smaller --size or fewer --threads",
+		    t->node[j], t->need[j] / MIB, most, o->rw ? "2 x " : "",
+		    t->size / MIB, t->size / MIB, t->memfree[j] / (long long)MIB,
+		    MEMFREE_USE * 100);
+		return -1;
+	}
+	return choose_pages(t, o);
+}
+
+struct buf {
+	void *map, *p;
+	size_t maplen;
+};
+
+static void buf_free(struct buf *b)
+{
+	if (b->map)
+		munmap(b->map, b->maplen);
+	b->map = NULL;
+}
+
+/* MPOL_BIND: every page comes from node or the fault fails, never elsewhere. */
+static int bind_node(void *p, size_t len, int node)
+{
+	unsigned long mask[16] = { 0 };
+	const int bits = sizeof(mask) * 8;
+
+	if (node < 0 || node >= bits) {
+		errno = EINVAL;
+		return -1;
+	}
+	mask[node / 64] |= 1UL << (node % 64);
+	return mbind(p, len, MPOL_BIND, mask, bits, 0);
+}
+
+/* A buffer bound to node, not yet touched. */
+static int buf_alloc(struct buf *b, size_t size, int node, enum pages pages)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+
+	b->maplen = size;
+	if (pages == PAGES_HUGETLB) {
+		b->maplen = (size + HUGE_2M - 1) / HUGE_2M * HUGE_2M;
+		flags |= MAP_HUGETLB;
+	} else if (pages == PAGES_THP) {
+		b->maplen = size + HUGE_2M;	/* room to align to a huge page */
+	}
+	b->map = mmap(NULL, b->maplen, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (b->map == MAP_FAILED) {
+		b->map = NULL;
+		err("cannot map %zu MiB for node %d%s: %s", size >> 20, node,
+		    pages == PAGES_HUGETLB ? " in hugetlb pages" : "", strerror(errno));
+		return -1;
+	}
+	b->p = b->map;
+	if (pages == PAGES_THP) {
+		b->p = (void *)(((uintptr_t)b->map + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+		madvise(b->p, size, MADV_HUGEPAGE);
+	}
+	if (bind_node(b->map, b->maplen, node)) {
+		err("cannot bind %zu MiB to node %d (mbind): %s", size >> 20, node,
+		    strerror(errno));
+		buf_free(b);
+		return -1;
+	}
+	return 0;
 }
 
 /* Every sampled page of buf must sit on node; move_pages(2) with nodes=NULL asks. */
 static int verify_placement(void *buf, size_t size, int node)
 {
 	long psz = sysconf(_SC_PAGESIZE);
-	size_t pages = size / psz, n = pages < 1024 ? pages : 1024;
+	size_t pages = size / psz, n = pages < 256 ? pages : 256;
 	void **addr = xcalloc(n, sizeof(void *));
 	int *status = xcalloc(n, sizeof(int));
 	int bad = -1;
@@ -99,114 +376,309 @@ static int verify_placement(void *buf, size_t size, int node)
 	return 0;
 }
 
-/* One cell: best MB/s of runs, threads pinned on cpu node i, memory on node j. */
-static double cell(int i, int j, unsigned long long size, int threads,
-		   double seconds, int runs)
+enum job { TOUCH, READ, RW, CHASE };
+
+struct worker {
+	pthread_t tid;
+	enum job job;
+	int cpu;
+	uint64_t *src, *dst;		/* CHASE: src is where the chase starts */
+	size_t size;
+	pthread_barrier_t *start;
+	atomic_int *stop;
+	unsigned long long bytes, steps;
+	double elapsed;
+	int err;
+};
+
+static volatile uint64_t sink;
+
+static double now(void)
 {
-	struct bitmask *cpus = numa_allocate_cpumask();
-	int cpulist[MAXCPUS], ncpu = 0;
-	double best = -1;
-	char *buf;
+	struct timespec ts;
 
-	if (numa_node_to_cpus(i, cpus)) {
-		numa_free_cpumask(cpus);
-		return -1;
-	}
-	for (unsigned int c = 0; c < cpus->size && ncpu < MAXCPUS; c++)
-		if (numa_bitmask_isbitset(cpus, c))
-			cpulist[ncpu++] = c;
-	numa_free_cpumask(cpus);
-	if (!ncpu)
-		return -1;
-	if (threads <= 0)
-		threads = ncpu;
-	buf = numa_alloc_onnode(size, j);
-	if (!buf) {
-		err("cannot allocate %llu bytes on node %d", size, j);
-		return -2;
-	}
-	memset(buf, 1, size);
-	if (verify_placement(buf, size, j)) {
-		numa_free(buf, size);
-		return -2;
-	}
-	for (int r = 0; r < runs; r++) {
-		struct worker *w = xcalloc(threads, sizeof(*w));
-		pthread_barrier_t start;
-		size_t words = size / 8 / threads;
-		unsigned long long bytes = 0;
-		double elapsed = 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
-		pthread_barrier_init(&start, NULL, threads + 1);
-		for (int t = 0; t < threads; t++) {
-			w[t].cpu = cpulist[t % ncpu];
-			w[t].buf = (const uint64_t *)buf + t * words;
-			w[t].words = words & ~3UL;
-			w[t].seconds = seconds;
-			w[t].start = &start;
-			if (pthread_create(&w[t].tid, NULL, reader, &w[t])) {
-				err("pthread_create failed");
-				exit(EXIT_FAILED);
-			}
+static uint64_t read_chunk(const uint64_t *p, size_t words)
+{
+	uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+
+	for (size_t i = 0; i + 4 <= words; i += 4) {
+		a0 += p[i];
+		a1 += p[i + 1];
+		a2 += p[i + 2];
+		a3 += p[i + 3];
+	}
+	return a0 ^ a1 ^ a2 ^ a3;
+}
+
+/* Reads one buffer and writes the other, a word each: 1:1 read:write. */
+static void copy_chunk(uint64_t *d, const uint64_t *s, size_t words)
+{
+	for (size_t i = 0; i < words; i++)
+		d[i] = s[i] + 1;
+}
+
+static void stream(struct worker *w)
+{
+	size_t words = CHUNK / 8, nchunks = w->size / CHUNK, c = 0;
+	uint64_t acc = 0;
+
+	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+		if (w->job == READ) {
+			acc += read_chunk(w->src + c * words, words);
+			w->bytes += CHUNK;
+		} else {
+			copy_chunk(w->dst + c * words, w->src + c * words, words);
+			w->bytes += 2 * CHUNK;
 		}
+		if (++c == nchunks)
+			c = 0;
+	}
+	sink += acc;
+}
+
+static void chase(struct worker *w)
+{
+	void **p = (void **)w->src;
+
+	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+		for (int i = 0; i < 256; i += 8) {
+			p = *p; p = *p; p = *p; p = *p;
+			p = *p; p = *p; p = *p; p = *p;
+		}
+		w->steps += 256;
+	}
+	sink += (uintptr_t)p;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	cpu_set_t set;
+	double t0;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (w->job == TOUCH) {
+		/* First touch from the CPU node, in parallel; the policy picks the node. */
+		if (!w->err) {
+			memset(w->src, 1, w->size);
+			if (w->dst)
+				memset(w->dst, 1, w->size);
+		}
+		return NULL;
+	}
+	pthread_barrier_wait(w->start);
+	if (w->err)
+		return NULL;
+	t0 = now();
+	if (w->job == CHASE)
+		chase(w);
+	else
+		stream(w);
+	w->elapsed = now() - t0;
+	return NULL;
+}
+
+/* Runs the n workers together for seconds; 0, or -1 after a message. */
+static int run_workers(struct worker *w, int n, double seconds)
+{
+	pthread_barrier_t start;
+	atomic_int stop = 0;
+	struct timespec d = { (time_t)seconds,
+			      (long)((seconds - (time_t)seconds) * 1e9) };
+	int rc = 0;
+
+	pthread_barrier_init(&start, NULL, n + 1);
+	for (int t = 0; t < n; t++) {
+		w[t].start = &start;
+		w[t].stop = &stop;
+		if (pthread_create(&w[t].tid, NULL, work, &w[t])) {
+			err("pthread_create failed");
+			exit(EXIT_FAILED);
+		}
+	}
+	if (w[0].job != TOUCH) {
 		pthread_barrier_wait(&start);
-		for (int t = 0; t < threads; t++) {
-			pthread_join(w[t].tid, NULL);
-			if (w[t].err) {
-				err("cannot pin a thread to CPU %d: %s", w[t].cpu,
-				    strerror(w[t].err));
-				numa_free(buf, size);
-				return -2;
-			}
-			bytes += w[t].bytes;
-			if (w[t].elapsed > elapsed)
-				elapsed = w[t].elapsed;
-		}
-		pthread_barrier_destroy(&start);
-		free(w);
-		if (elapsed > 0 && bytes / elapsed / 1e6 > best)
-			best = bytes / elapsed / 1e6;
+		/* The measurement lasts this long; the workers time themselves. */
+		while (nanosleep(&d, &d) && errno == EINTR)
+			;
+		atomic_store(&stop, 1);
 	}
-	numa_free(buf, size);
-	return best;
+	for (int t = 0; t < n; t++) {
+		pthread_join(w[t].tid, NULL);
+		if (w[t].err && !rc) {
+			err("cannot pin a thread to CPU %d: %s", w[t].cpu, strerror(w[t].err));
+			rc = -1;
+		}
+	}
+	pthread_barrier_destroy(&start);
+	return rc;
+}
+
+/* A random cycle through every cache line of buf: the prefetchers cannot guess it. */
+static void build_chase(uint64_t *buf, size_t size)
+{
+	size_t n = size / LINE;
+	uint32_t *perm = xcalloc(n, sizeof(uint32_t));
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t k;
+		uint32_t tmp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		k = x % (i + 1);
+		tmp = perm[i];
+		perm[i] = perm[k];
+		perm[k] = tmp;
+	}
+	for (size_t i = 0; i < n; i++)
+		*(void **)((char *)buf + (size_t)perm[i] * LINE) =
+			(char *)buf + (size_t)perm[(i + 1) % n] * LINE;
+	free(perm);
+}
+
+struct cellbufs {
+	int n;			/* buffers: threads x bufs_per_thread, then the chase */
+	struct buf *b;
+};
+
+static void cell_free(struct cellbufs *cb)
+{
+	for (int k = 0; k < cb->n; k++)
+		buf_free(&cb->b[k]);
+	free(cb->b);
+}
+
+/* Maps, touches from CPU node i, checks placement on j and builds the chase. */
+static int cell_alloc(struct cellbufs *cb, const struct topo *t, int i, int j,
+		      const struct bw_opts *o)
+{
+	int per = bufs_per_thread(o), nt = t->threads[i];
+	struct worker *w = xcalloc(nt, sizeof(*w));
+	int rc = 0;
+
+	cb->n = nt * per + 1;
+	cb->b = xcalloc(cb->n, sizeof(struct buf));
+	for (int k = 0; k < cb->n && !rc; k++)
+		rc = buf_alloc(&cb->b[k], t->size, t->node[j], t->pages);
+	for (int k = 0; k < nt && !rc; k++) {
+		w[k].job = TOUCH;
+		w[k].cpu = cpus_nth(&t->cpus[i], k % t->ncpu[i]);
+		w[k].src = cb->b[k * per].p;
+		w[k].dst = per == 2 ? cb->b[k * per + 1].p : NULL;
+		w[k].size = t->size;
+	}
+	if (!rc)
+		rc = run_workers(w, nt, 0);
+	free(w);
+	if (!rc)
+		build_chase(cb->b[cb->n - 1].p, t->size);
+	for (int k = 0; k < cb->n && !rc; k++)
+		rc = verify_placement(cb->b[k].p, t->size, t->node[j]);
+	if (rc)
+		cell_free(cb);
+	return rc;
 }
 
 /*
- * Fills mbps[i * n + j] for the n nodes that have CPUs or memory; -1 where a
- * node has no CPUs or no memory.  Returns 0, or -1 after an error message.
+ * One phase: nbw bandwidth threads (on the node's CPUs from first_cpu on)
+ * and, with lat, the chase on the node's first CPU.  Gives MB/s and ns.
  */
-int numa_matrix(unsigned long long size, int threads, double seconds,
-		double **mbps, int *nnodes, int **nodes)
+static int phase(const struct topo *t, int i, struct cellbufs *cb, int nbw,
+		 int first_cpu, bool lat, const struct bw_opts *o, double *mbps,
+		 double *ns)
 {
-	int max, n = 0, runs = 3;
-	const char *r = getenv("AHEADCTL_BW_RUNS");
+	int per = bufs_per_thread(o), n = nbw + lat, span = t->ncpu[i] - first_cpu;
+	struct worker *w = xcalloc(n, sizeof(*w));
+	unsigned long long bytes = 0;
+	double elapsed = 0;
+	int rc;
 
-	if (r && atoi(r) > 0)
-		runs = atoi(r);
-	if (numa_available() < 0) {
-		/* No NUMA syscalls: one node, memory wherever the kernel puts it. */
-		err("the kernel has no NUMA support (numa_available() < 0)");
-		return -1;
+	for (int k = 0; k < nbw; k++) {
+		w[k].job = o->rw ? RW : READ;
+		w[k].cpu = cpus_nth(&t->cpus[i], first_cpu + k % span);
+		w[k].src = cb->b[k * per].p;
+		w[k].dst = per == 2 ? cb->b[k * per + 1].p : NULL;
+		w[k].size = t->size;
 	}
-	max = numa_max_node();
-	*nodes = xcalloc(max + 1, sizeof(int));
-	for (int i = 0; i <= max; i++)
-		if (numa_bitmask_isbitset(numa_all_nodes_ptr, i))
-			(*nodes)[n++] = i;
-	*nnodes = n;
-	*mbps = xcalloc(n * n, sizeof(double));
-	for (int a = 0; a < n; a++)
-		for (int b = 0; b < n; b++) {
-			long long free_b;
-			double v = -1;
+	if (lat) {
+		w[nbw].job = CHASE;
+		w[nbw].cpu = cpus_nth(&t->cpus[i], 0);
+		w[nbw].src = cb->b[cb->n - 1].p;
+	}
+	rc = run_workers(w, n, o->seconds);
+	for (int k = 0; k < nbw; k++) {
+		bytes += w[k].bytes;
+		if (w[k].elapsed > elapsed)
+			elapsed = w[k].elapsed;
+	}
+	*mbps = elapsed > 0 ? bytes / elapsed / 1e6 : -1;
+	*ns = lat && w[nbw].steps ? w[nbw].elapsed * 1e9 / w[nbw].steps : -1;
+	free(w);
+	return rc;
+}
 
-			if (numa_node_size64((*nodes)[b], &free_b) > 0)
-				v = cell((*nodes)[a], (*nodes)[b], size, threads,
-					 seconds, runs);
-			if (v == -2)
-				return -1;
-			(*mbps)[a * n + b] = v;
+static void best(double *cur, double v, bool lowest)
+{
+	if (v < 0)
+		return;
+	if (*cur < 0 || (lowest ? v < *cur : v > *cur))
+		*cur = v;
+}
+
+/* Cell (i, j): best bandwidth, best idle and loaded latency of the runs. */
+static int cell(const struct topo *t, int i, int j, const struct bw_opts *o,
+		struct result *r)
+{
+	int n = t->n, ij = i * n + j;
+	struct cellbufs cb;
+	double mbps, ns;
+
+	if (cell_alloc(&cb, t, i, j, o))
+		return -1;
+	for (int run = 0; run < o->runs; run++) {
+		if (phase(t, i, &cb, t->threads[i], 0, false, o, &mbps, &ns))
+			goto fail;
+		best(&r->mbps[ij], mbps, false);
+		if (phase(t, i, &cb, 0, 0, true, o, &mbps, &ns))
+			goto fail;
+		best(&r->idle_ns[ij], ns, true);
+		if (t->load[i]) {
+			if (phase(t, i, &cb, t->load[i], 1, true, o, &mbps, &ns))
+				goto fail;
+			best(&r->loaded_ns[ij], ns, true);
 		}
+	}
+	cell_free(&cb);
+	return 0;
+fail:
+	cell_free(&cb);
+	return -1;
+}
+
+static int measure(const struct topo *t, const struct bw_opts *o, struct result *r)
+{
+	int n = t->n;
+
+	r->mbps = xcalloc(n * n, sizeof(double));
+	r->idle_ns = xcalloc(n * n, sizeof(double));
+	r->loaded_ns = xcalloc(n * n, sizeof(double));
+	for (int k = 0; k < n * n; k++)
+		r->mbps[k] = r->idle_ns[k] = r->loaded_ns[k] = -1;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (t->ncpu[i] && t->has_mem[j] && cell(t, i, j, o, r))
+				return -1;
 	return 0;
 }
 
@@ -230,102 +702,127 @@ static double worst_ratio(const double *m, int n, int *wi, int *wj)
 	return worst;
 }
 
-static int last_n, *last_nodes;
-static double *last_m;
+static struct topo last_t;
+static struct result last_r;
 
 /* One line for humans and the doctor. */
 char *numa_verdict(double *ratio, bool *flagged)
 {
-	int wi = 0, wj = 0;
-	double w = worst_ratio(last_m, last_n, &wi, &wj);
+	int wi = 0, wj = 0, n = last_t.n;
+	double w = worst_ratio(last_r.mbps, n, &wi, &wj);
 
 	*ratio = w;
 	*flagged = w >= 0 && w < BW_RATIO_THRESHOLD;
-	if (last_n == 1)
+	if (n == 1)
 		return xsprintf("one NUMA node: no remote memory, nothing to compare");
 	if (w < 0)
 		return xsprintf("no node has both CPUs and memory to compare remote with local");
 	if (*flagged)
 		return xsprintf("remote/local %.2f (CPU node %d reading node %d) is below %.2f: cross-node bandwidth is crippled; check the BIOS snoop mode ('aheadctl bios show'; early snoop on 2-socket Haswell/Broadwell shows this), then QPI/UPI link speed and memory population",
-				w, last_nodes[wi], last_nodes[wj], BW_RATIO_THRESHOLD);
+				w, last_t.node[wi], last_t.node[wj], BW_RATIO_THRESHOLD);
 	return xsprintf("remote/local %.2f (worst: CPU node %d reading node %d), at or above %.2f",
-			w, last_nodes[wi], last_nodes[wj], BW_RATIO_THRESHOLD);
+			w, last_t.node[wi], last_t.node[wj], BW_RATIO_THRESHOLD);
 }
 
+static int bw_run(const struct bw_opts *o, bool measure_it)
+{
+	if (numa_available() < 0) {
+		/* No NUMA syscalls: nothing can be bound to a node. */
+		err("the kernel has no NUMA support (numa_available() < 0)");
+		return -1;
+	}
+	if (plan(&last_t, o) || check_memory(&last_t, o))
+		return -1;
+	return measure_it ? measure(&last_t, o, &last_r) : 0;
+}
+
+/* The doctor's matrix: size is the least per-thread buffer, the LLC may ask more. */
 int numa_run(unsigned long long size, int threads, double seconds)
 {
-	if (numa_matrix(size, threads, seconds, &last_m, &last_n, &last_nodes))
-		return -1;
-	return 0;
+	struct bw_opts o = { .floor = size, .threads = threads,
+			     .seconds = seconds, .runs = 3 };
+
+	if (!bw_run(&o, true))
+		return 0;
+	/* The doctor notes it and goes on: its -j document still stands. */
+	json_error_reset();
+	return -1;
 }
 
-int cmd_numa(int argc, char **argv)
+static void json_matrix(const char *key, const double *m, int n)
 {
-	unsigned long long size = 256ULL << 20, v;
-	int threads = 0;
-	double seconds = 1.0, ratio;
-	bool flagged;
-	char *verdict;
-
-	if (!argc || strcmp(argv[0], "bw")) {
-		err("unknown numa verb '%s' (bw)", argc ? argv[0] : "");
-		return EXIT_USAGE;
+	jkey(key);
+	jopen('[');
+	for (int i = 0; i < n; i++) {
+		jopen('[');
+		for (int j = 0; j < n; j++)
+			if (m[i * n + j] < 0)
+				jnull(NULL);
+			else
+				jnum(NULL, m[i * n + j]);
+		jclose();
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+	jclose();
+}
 
-		if (!strcmp(a, "--size")) {
-			if (!parse_size(val, &size) || size < (1ULL << 20) ||
-			    size > (64ULL << 30)) {
-				err("--size '%s': expected 1M to 64G (suffix K, M or G)",
-				    val ? val : "");
-				return EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--threads")) {
-			if (!parse_u64(val, &v) || v < 1 || v > 1024) {
-				err("--threads '%s': expected 1 to 1024", val ? val : "");
-				return EXIT_USAGE;
-			}
-			threads = v;
-		} else if (!strcmp(a, "--seconds")) {
-			char *end;
+static void json_ints(const char *key, const int *v, const struct topo *t)
+{
+	jkey(key);
+	jopen('[');
+	for (int i = 0; i < t->n; i++)
+		if (t->ncpu[i])
+			jint(NULL, v[i]);
+		else
+			jnull(NULL);
+	jclose();
+}
 
-			seconds = val ? strtod(val, &end) : 0;
-			if (!val || *end || !(seconds >= 0.01 && seconds <= 60)) {
-				err("--seconds '%s': expected 0.01 to 60", val ? val : "");
-				return EXIT_USAGE;
-			}
-		} else {
-			err("unknown argument '%s' (--size, --threads, --seconds)", a);
-			return EXIT_USAGE;
-		}
-		i++;
-	}
-	if (numa_run(size, threads, seconds))
-		return EXIT_FAILED;
-	verdict = numa_verdict(&ratio, &flagged);
-	if (g.json) {
+static void print_json(const struct topo *t, const struct bw_opts *o,
+		       const struct result *r, const char *verdict,
+		       double ratio, bool flagged)
+{
+	jopen('{');
+	jbool("measured", r != NULL);
+	jstr("traffic", o->rw ? "rw" : "read");
+	jstr("pages", pages_name[t->pages]);
+	jint("per_thread_size", t->size);
+	jstr("size_from", t->size_from);
+	if (t->llc) {
+		jkey("llc");
 		jopen('{');
-		jint("size", size);
-		jint("threads_per_node", threads);
-		jnum("seconds", seconds);
-		jkey("nodes");
-		jopen('[');
-		for (int i = 0; i < last_n; i++)
-			jint(NULL, last_nodes[i]);
+		jint("level", t->llc_level);
+		jint("size", t->llc);
+		jstr("shared_cpu_list", t->llc_shared);
 		jclose();
-		jkey("mbps");
-		jopen('[');
-		for (int i = 0; i < last_n; i++) {
-			jopen('[');
-			for (int j = 0; j < last_n; j++)
-				if (last_m[i * last_n + j] < 0)
-					jnull(NULL);
-				else
-					jnum(NULL, last_m[i * last_n + j]);
-			jclose();
-		}
-		jclose();
+	} else {
+		jnull("llc");
+	}
+	jnum("seconds", o->seconds);
+	jint("runs", o->runs);
+	jkey("nodes");
+	jopen('[');
+	for (int i = 0; i < t->n; i++)
+		jint(NULL, t->node[i]);
+	jclose();
+	json_ints("threads", t->threads, t);
+	json_ints("load_threads", t->load, t);
+	jkey("memory_needed");
+	jopen('[');
+	for (int j = 0; j < t->n; j++)
+		jint(NULL, t->need[j]);
+	jclose();
+	jkey("memfree");
+	jopen('[');
+	for (int j = 0; j < t->n; j++)
+		if (t->memfree[j] < 0)
+			jnull(NULL);
+		else
+			jint(NULL, t->memfree[j]);
+	jclose();
+	if (r) {
+		json_matrix("mbps", r->mbps, t->n);
+		json_matrix("idle_latency_ns", r->idle_ns, t->n);
+		json_matrix("loaded_latency_ns", r->loaded_ns, t->n);
 		if (ratio < 0)
 			jnull("worst_ratio");
 		else
@@ -333,30 +830,145 @@ int cmd_numa(int argc, char **argv)
 		jnum("threshold", BW_RATIO_THRESHOLD);
 		jbool("flagged", flagged);
 		jstr("verdict", verdict);
-		jclose();
-		jend();
-	} else {
-		if (threads)
-			printf("read bandwidth in MB/s, best of runs; %llu MiB per cell, %d threads per CPU node\n",
-			       size >> 20, threads);
-		else
-			printf("read bandwidth in MB/s, best of runs; %llu MiB per cell, one thread per CPU of the node\n",
-			       size >> 20);
-		printf("%-12s", "cpu\\mem");
-		for (int j = 0; j < last_n; j++)
-			printf(" %10d", last_nodes[j]);
-		putchar('\n');
-		for (int i = 0; i < last_n; i++) {
-			printf("%-12d", last_nodes[i]);
-			for (int j = 0; j < last_n; j++)
-				if (last_m[i * last_n + j] < 0)
-					printf(" %10s", "-");
-				else
-					printf(" %10.0f", last_m[i * last_n + j]);
-			putchar('\n');
-		}
-		printf("%s%s\n", flagged ? "WARNING: " : "", verdict);
 	}
+	jclose();
+	jend();
+}
+
+static void print_matrix(const char *title, const struct topo *t, const double *m,
+			 const char *fmt)
+{
+	printf("%s\n%-12s", title, "cpu\\mem");
+	for (int j = 0; j < t->n; j++)
+		printf(" %10d", t->node[j]);
+	putchar('\n');
+	for (int i = 0; i < t->n; i++) {
+		printf("%-12d", t->node[i]);
+		for (int j = 0; j < t->n; j++)
+			if (m[i * t->n + j] < 0)
+				printf(" %10s", "-");
+			else
+				printf(fmt, m[i * t->n + j]);
+		putchar('\n');
+	}
+}
+
+static void print_plan(const struct topo *t, const struct bw_opts *o)
+{
+	printf("%s traffic, %llu MiB per thread (", o->rw ? "read:write 1:1" : "read",
+	       t->size >> 20);
+	if (!strcmp(t->size_from, "option"))
+		printf("--size");
+	else if (!strcmp(t->size_from, "llc"))
+		printf("twice the %llu MiB L%d cache shared by CPUs %s, at least %llu MiB",
+		       t->llc >> 20, t->llc_level, t->llc_shared ? t->llc_shared : "?",
+		       o->floor >> 20);
+	else
+		printf("no cache sizes in sysfs: the default");
+	printf("), %s pages, best of %d runs of %.2f s\n", pages_name[t->pages],
+	       o->runs, o->seconds);
+	for (int i = 0; i < t->n; i++) {
+		printf("node %d: ", t->node[i]);
+		if (t->ncpu[i])
+			printf("%d bandwidth threads (%d beside the latency thread)",
+			       t->threads[i], t->load[i]);
+		else
+			printf("no CPUs");
+		if (t->need[i])
+			printf(", %llu MiB of memory needed", t->need[i] >> 20);
+		if (t->memfree[i] >= 0)
+			printf(", %lld MiB free", t->memfree[i] >> 20);
+		putchar('\n');
+	}
+}
+
+static void print_text(const struct topo *t, const struct bw_opts *o,
+		       const struct result *r, const char *verdict, bool flagged)
+{
+	print_plan(t, o);
+	print_matrix("bandwidth, MB/s (rows: CPU node, columns: memory node)", t,
+		     r->mbps, " %10.0f");
+	print_matrix("idle latency, ns", t, r->idle_ns, " %10.1f");
+	print_matrix("loaded latency, ns (the latency thread beside the bandwidth threads)",
+		     t, r->loaded_ns, " %10.1f");
+	printf("%s%s\n", flagged ? "WARNING: " : "", verdict);
+}
+
+static int parse_args(int argc, char **argv, struct bw_opts *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		unsigned long long v;
+		char *end;
+
+		if (!strcmp(a, "--hugepages")) {
+			o->hugepages = true;
+			continue;
+		}
+		if (!strcmp(a, "--size")) {
+			if (!parse_size(val, &o->size) || o->size < MIB ||
+			    o->size > (64ULL << 30)) {
+				err("--size '%s': expected a per-thread size from 1M to 64G (suffix K, M or G)",
+				    val ? val : "");
+				return -1;
+			}
+		} else if (!strcmp(a, "--threads")) {
+			if (!parse_u64(val, &v) || v < 1 || v > 1024) {
+				err("--threads '%s': expected 1 to 1024", val ? val : "");
+				return -1;
+			}
+			o->threads = v;
+		} else if (!strcmp(a, "--runs")) {
+			if (!parse_u64(val, &v) || v < 1 || v > 100) {
+				err("--runs '%s': expected 1 to 100", val ? val : "");
+				return -1;
+			}
+			o->runs = v;
+		} else if (!strcmp(a, "--seconds")) {
+			o->seconds = val ? strtod(val, &end) : 0;
+			if (!val || *end || !(o->seconds >= 0.01 && o->seconds <= 60)) {
+				err("--seconds '%s': expected 0.01 to 60", val ? val : "");
+				return -1;
+			}
+		} else if (!strcmp(a, "--traffic")) {
+			if (!val || (strcmp(val, "read") && strcmp(val, "rw"))) {
+				err("--traffic '%s': expected read or rw", val ? val : "");
+				return -1;
+			}
+			o->rw = !strcmp(val, "rw");
+		} else {
+			err("unknown argument '%s' (--size, --threads, --seconds, --runs, --traffic, --hugepages)",
+			    a);
+			return -1;
+		}
+		i++;
+	}
+	return 0;
+}
+
+int cmd_numa(int argc, char **argv)
+{
+	struct bw_opts o = { .floor = MIN_SIZE, .seconds = 1.0, .runs = 3 };
+	double ratio = -1;
+	bool flagged = false;
+	char *verdict = NULL;
+
+	if (!argc || strcmp(argv[0], "bw")) {
+		err("unknown numa verb '%s' (bw)", argc ? argv[0] : "");
+		return EXIT_USAGE;
+	}
+	if (parse_args(argc, argv, &o))
+		return EXIT_USAGE;
+	if (bw_run(&o, !g.dry_run))
+		return EXIT_FAILED;
+	if (!g.dry_run)
+		verdict = numa_verdict(&ratio, &flagged);
+	if (g.json)
+		print_json(&last_t, &o, g.dry_run ? NULL : &last_r, verdict, ratio, flagged);
+	else if (g.dry_run)
+		print_plan(&last_t, &o);
+	else
+		print_text(&last_t, &o, &last_r, verdict, flagged);
 	free(verdict);
 	return 0;
 }

@@ -1,8 +1,10 @@
-/* redfish.c: the Redfish client: Bios GET, Bios/Settings PATCH, ComputerSystem.Reset. */
+/* redfish.c: the Redfish client: a session, Bios GET, Bios/Settings PATCH, ComputerSystem.Reset. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "aheadctl.h"
 
@@ -10,6 +12,57 @@ struct buf {
 	char *p;
 	size_t len;
 };
+
+/* One conversation with the BMC: one connection, one session. */
+struct rf {
+	const struct bmc *b;
+	CURL *c;
+	char *base;		/* scheme://host[:port], no trailing slash */
+	char *token;		/* X-Auth-Token of our session; NULL: Basic auth */
+	char *session;		/* the session's path, DELETEd at the end */
+	char *hdr_token, *hdr_location;	/* from the last answer */
+	bool closing;		/* logging out: not to be interrupted */
+};
+
+/*
+ * Ctrl-C or SIGTERM while a session is open: the request in flight is
+ * abandoned and the session still closed, rather than left on the BMC (they
+ * hold few).  A second signal acts as usual (SA_RESETHAND).
+ */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const struct rf *rf = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return interrupted && !rf->closing;
+}
+
+/* A signal ignored by whoever started us (nohup, a background job) stays so. */
+static void catch_signals(bool on)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	static bool ignored[2];
+	struct sigaction sa = { .sa_handler = on ? on_signal : SIG_DFL,
+				.sa_flags = on ? SA_RESETHAND : 0 }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++) {
+		if (on) {
+			sigaction(sigs[i], NULL, &old);
+			ignored[i] = old.sa_handler == SIG_IGN;
+		}
+		if (!ignored[i])
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
 
 static size_t collect(char *data, size_t sz, size_t n, void *arg)
 {
@@ -25,16 +78,65 @@ static size_t collect(char *data, size_t sz, size_t n, void *arg)
 	return sz * n;
 }
 
+/* The value of header name in line ("Name: value\r\n"), malloc'd, or NULL. */
+static char *header_value(const char *line, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+	const char *v, *e = line + len;
+
+	if (len <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
+		return NULL;
+	v = line + nl + 1;
+	while (v < e && (*v == ' ' || *v == '\t'))
+		v++;
+	while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+		e--;
+	return strndup(v, e - v);
+}
+
+static size_t headers(char *data, size_t sz, size_t n, void *arg)
+{
+	struct rf *rf = arg;
+	char *tok = header_value(data, sz * n, "X-Auth-Token");
+	char *loc = header_value(data, sz * n, "Location");
+
+	if (tok) {
+		free(rf->hdr_token);
+		rf->hdr_token = tok;
+	}
+	if (loc) {
+		free(rf->hdr_location);
+		rf->hdr_location = loc;
+	}
+	return sz * n;
+}
+
 static char *base_url(const struct bmc *b)
 {
-	const char *u = b->url;
-	size_t l = strlen(u);
+	const char *u = b->url, *s = strstr(u, "://");
+	size_t l = s ? (size_t)(s + 3 - u) + strcspn(s + 3, "/?#") : strcspn(u, "/?#");
+	const char *c = memchr(u, ':', l);
 
-	while (l && u[l - 1] == '/')
-		l--;
-	if (strstr(u, "://"))
+	if (s)
 		return xsprintf("%.*s", (int)l, u);
+	/* A bare IPv6 address (as IPMI takes it) needs brackets in a URL. */
+	if (u[0] != '[' && c && memchr(c + 1, ':', u + l - c - 1))
+		return xsprintf("https://[%.*s]", (int)l, u);
 	return xsprintf("https://%.*s", (int)l, u);
+}
+
+/*
+ * A path the BMC gave us as it is sent back: absolute paths as they are;
+ * a full URL only for its path, so a token never goes to another host.
+ */
+static const char *path_of(const char *p)
+{
+	const char *s = strstr(p, "://");
+
+	if (!s || strchr(p, '/') < s)
+		return p;
+	s = strchr(s + 3, '/');
+	return s ? s : "/";
 }
 
 /* The first message a Redfish error body carries, if any. */
@@ -54,79 +156,115 @@ static const char *rf_message(json_t *body)
 	return json_is_string(m) ? json_string_value(m) : NULL;
 }
 
+static void rf_options(struct rf *rf, long timeout, bool auth)
+{
+	const struct bmc *b = rf->b;
+
+	curl_easy_reset(rf->c);
+	curl_easy_setopt(rf->c, CURLOPT_HEADERFUNCTION, headers);
+	curl_easy_setopt(rf->c, CURLOPT_HEADERDATA, rf);
+	curl_easy_setopt(rf->c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(rf->c, CURLOPT_TIMEOUT, timeout);
+	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout < 10 ? timeout : 10L);
+	curl_easy_setopt(rf->c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(rf->c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(rf->c, CURLOPT_XFERINFOFUNCTION, progress);
+	curl_easy_setopt(rf->c, CURLOPT_XFERINFODATA, rf);
+	curl_easy_setopt(rf->c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYPEER, b->insecure ? 0L : 1L);
+	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYHOST, b->insecure ? 0L : 2L);
+	if (getenv("AHEADCTL_CA_FILE"))
+		curl_easy_setopt(rf->c, CURLOPT_CAINFO, getenv("AHEADCTL_CA_FILE"));
+	if (auth && !rf->token && b->user && b->password) {
+		curl_easy_setopt(rf->c, CURLOPT_USERNAME, b->user);
+		curl_easy_setopt(rf->c, CURLOPT_PASSWORD, b->password);
+		curl_easy_setopt(rf->c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+	}
+}
+
 /*
  * One request; path is absolute ("/redfish/v1/...").  Returns the HTTP
  * status (and the parsed body in *out when it is JSON), or -1 after a
- * message when the BMC could not be reached.
+ * message when the BMC could not be reached or did not answer in time.
+ * auth: whether to present our session (or Basic credentials).
  */
-static int rf_request(const struct bmc *b, const char *method, const char *path,
-		      json_t *body, json_t **out)
+static int rf_call(struct rf *rf, const char *method, const char *path,
+		   json_t *body, json_t **out, bool auth, long timeout)
 {
-	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct buf resp = { 0 };
-	char *base = base_url(b), *url = xsprintf("%s%s", base, path);
+	char *url = xsprintf("%s%s", rf->base, path_of(path)), *tok = NULL;
 	char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	long status = 0;
 	CURLcode rc;
 
 	if (out)
 		*out = NULL;
-	if (!c) {
-		err("curl_easy_init failed");
-		return -1;
-	}
+	rf_options(rf, timeout, auth);
 	h = curl_slist_append(h, "Accept: application/json");
 	h = curl_slist_append(h, "OData-Version: 4.0");
+	if (auth && rf->token) {
+		tok = xsprintf("X-Auth-Token: %s", rf->token);
+		h = curl_slist_append(h, tok);
+	}
 	if (data)
 		h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_USERNAME, b->user);
-	curl_easy_setopt(c, CURLOPT_PASSWORD, b->password);
-	curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, b->insecure ? 0L : 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, b->insecure ? 0L : 2L);
-	if (getenv("AHEADCTL_CA_FILE"))
-		curl_easy_setopt(c, CURLOPT_CAINFO, getenv("AHEADCTL_CA_FILE"));
+	free(rf->hdr_token);
+	free(rf->hdr_location);
+	rf->hdr_token = rf->hdr_location = NULL;
+	curl_easy_setopt(rf->c, CURLOPT_URL, url);
+	curl_easy_setopt(rf->c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(rf->c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(rf->c, CURLOPT_WRITEDATA, &resp);
 	if (data)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
+		curl_easy_setopt(rf->c, CURLOPT_POSTFIELDS, data);
+	rc = curl_easy_perform(rf->c);
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		err("%s %s: interrupted", method, url);
+		status = -1;
+	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
+		err("%s %s: the BMC did not answer within %ld s (--timeout sets the limit)",
+		    method, url, timeout);
+		status = -1;
+	} else if (rc != CURLE_OK) {
 		err("%s %s: %s%s", method, url, curl_easy_strerror(rc),
 		    (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) ?
 		    " (the BMC's certificate did not verify; --insecure skips the check)" : "");
 		status = -1;
 	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(rf->c, CURLINFO_RESPONSE_CODE, &status);
 		if (resp.p && out)
 			*out = json_loads(resp.p, 0, NULL);
 	}
 	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
 	free(resp.p);
 	free(data);
 	free(url);
-	free(base);
+	free(tok);
 	return status;
 }
 
+static int rf_request(struct rf *rf, const char *method, const char *path,
+		      json_t *body, json_t **out)
+{
+	return rf_call(rf, method, path, body, out, true, rf->b->timeout);
+}
+
+static void refused(const struct rf *rf, int st)
+{
+	err("the BMC refused the credentials of user '%s' (HTTP %d)", rf->b->user, st);
+}
+
 /* GET that must succeed with a JSON object; one message otherwise. */
-static json_t *rf_get(const struct bmc *b, const char *path)
+static json_t *rf_get(struct rf *rf, const char *path)
 {
 	json_t *o;
-	int st = rf_request(b, "GET", path, NULL, &o);
+	int st = rf_request(rf, "GET", path, NULL, &o);
 
 	if (st < 0)
 		return NULL;
 	if (st == 401 || st == 403) {
-		err("the BMC refused the credentials of user '%s' (HTTP %d)", b->user, st);
+		refused(rf, st);
 		json_decref(o);
 		return NULL;
 	}
@@ -155,63 +293,174 @@ static const char *str_of(json_t *o, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/*
+ * Opens the session: the service root (readable without credentials) names
+ * the sessions collection; a POST there with the credentials gives a token
+ * for every later request and the session's URI to delete at the end.  A
+ * service that advertises no sessions gets Basic auth on each request.
+ */
+static int rf_open(struct rf *rf, const struct bmc *b, json_t **root)
+{
+	const char *sessions;
+	json_t *body, *resp = NULL;
+	int st;
+
+	memset(rf, 0, sizeof(*rf));
+	rf->b = b;
+	rf->base = base_url(b);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rf->c = curl_easy_init();
+	if (!rf->c) {
+		err("curl_easy_init failed");
+		return -1;
+	}
+	st = rf_call(rf, "GET", "/redfish/v1", NULL, root, false, b->timeout);
+	if (st < 0)
+		return -1;
+	if (st != 200 || !json_is_object(*root)) {
+		err("GET /redfish/v1: HTTP %d: not a Redfish service", st);
+		return -1;
+	}
+	sessions = odata_id(json_object_get(*root, "Links"), "Sessions");
+	if (!sessions) {
+		warnx("the Redfish service advertises no sessions (Links.Sessions): using Basic auth on each request");
+		return 0;
+	}
+	body = json_pack("{s:s, s:s}", "UserName", b->user, "Password", b->password);
+	st = rf_call(rf, "POST", sessions, body, &resp, false, b->timeout);
+	json_decref(body);
+	if (st == 401 || st == 403)
+		refused(rf, st);
+	else if (st >= 0 && (st < 200 || st > 299 || !rf->hdr_token))
+		err("POST %s: HTTP %d%s: the BMC opened no session", sessions, st,
+		    st >= 200 && st <= 299 ? " without an X-Auth-Token" : "");
+	if (st < 200 || st > 299 || !rf->hdr_token) {
+		json_decref(resp);
+		return -1;
+	}
+	rf->token = rf->hdr_token;
+	rf->hdr_token = NULL;
+	if (rf->hdr_location)
+		rf->session = xstrdup(path_of(rf->hdr_location));
+	else if (odata_id(resp, NULL))
+		rf->session = xstrdup(odata_id(resp, NULL));
+	else
+		warnx("the BMC gave no URI for the session: it stays open until it times out");
+	json_decref(resp);
+	return 0;
+}
+
+/* Logs out, whatever happened before; a failure here is only a warning. */
+static void rf_close(struct rf *rf, json_t *root)
+{
+	rf->closing = true;
+	if (rf->session) {
+		long t = rf->b->timeout < 10 ? rf->b->timeout : 10;
+		int st = rf_call(rf, "DELETE", rf->session, NULL, NULL, true, t);
+
+		if (st >= 0 && (st < 200 || st > 299))
+			warnx("DELETE %s: HTTP %d: the session stays open until it times out",
+			      rf->session, st);
+	}
+	if (rf->c)
+		curl_easy_cleanup(rf->c);
+	json_decref(root);
+	free(rf->base);
+	free(rf->token);
+	free(rf->session);
+	free(rf->hdr_token);
+	free(rf->hdr_location);
+}
+
 struct rf_sys {
-	json_t *sys, *bios;
-	const char *sys_path, *bios_path, *maker, *model;
+	json_t *coll, *sys, *bios;
+	char *sys_path;
+	const char *bios_path, *maker, *model;
 	const struct snoop_map *map;
 	const char *value;	/* current attribute value */
 };
 
-/* Finds the system, its Bios, and the vendor's attribute; refuses unknowns. */
-static int rf_load(const struct bmc *b, struct rf_sys *s)
+/* A member's name, as --system takes it: its last path segment. */
+static char *member_name(const char *id)
 {
-	json_t *root = rf_get(b, "/redfish/v1"), *coll, *members, *attrs;
-	const char *systems;
+	size_t l = strlen(id);
+	const char *s;
+
+	while (l > 1 && id[l - 1] == '/')
+		l--;
+	for (s = id + l; s > id && s[-1] != '/'; s--)
+		;
+	return xsprintf("%.*s", (int)(id + l - s), s);
+}
+
+/* A member link as a path: a relative one is taken under the collection. */
+static char *member_path(const char *systems, const char *id)
+{
+	if (id[0] == '/' || strstr(id, "://"))
+		return xstrdup(path_of(id));
+	return xsprintf("%s/%s", systems, id);
+}
+
+static void list_systems(const char *systems, json_t *members)
+{
+	size_t n = json_array_size(members);
+
+	fprintf(stderr, "aheadctl: %s has %zu systems; choose one with --system ID:", systems, n);
+	for (size_t i = 0; i < n; i++) {
+		const char *id = odata_id(json_array_get(members, i), NULL);
+		char *name = id ? member_name(id) : NULL;
+
+		fprintf(stderr, " %s", name ? name : "?");
+		free(name);
+	}
+	fputc('\n', stderr);
+}
+
+/* The system's path: the only member, or the one --system names. */
+static int find_system(struct rf *rf, json_t *root, struct rf_sys *s)
+{
+	const char *systems = odata_id(root, "Systems");
+	json_t *members;
 	size_t n;
 
-	memset(s, 0, sizeof(*s));
-	if (!root)
-		return -1;
-	systems = odata_id(root, "Systems");
 	if (!systems) {
 		err("the service root has no Systems collection");
 		return -1;
 	}
-	coll = rf_get(b, systems);
-	if (!coll)
+	s->coll = rf_get(rf, systems);
+	if (!s->coll)
 		return -1;
-	members = json_object_get(coll, "Members");
+	members = json_object_get(s->coll, "Members");
 	n = json_array_size(members);
 	if (!n) {
 		err("%s has no members", systems);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !s->sys_path; i++) {
 		const char *id = odata_id(json_array_get(members, i), NULL);
-		const char *slash = id ? strrchr(id, '/') : NULL;
+		char *name = id ? member_name(id) : NULL;
 
-		if (!id)
-			continue;
-		if (b->system ? (slash && !strcmp(slash + 1, b->system)) : n == 1) {
-			s->sys_path = id;
-			break;
-		}
+		if (id && (rf->b->system ? !strcmp(name, rf->b->system) : n == 1))
+			s->sys_path = member_path(systems, id);
+		free(name);
 	}
-	if (!s->sys_path) {
-		if (b->system) {
-			err("no system '%s' in %s", b->system, systems);
-		} else {
-			fprintf(stderr, "aheadctl: %s has %zu systems; choose one with --system ID:", systems, n);
-			for (size_t i = 0; i < n; i++) {
-				const char *id = odata_id(json_array_get(members, i), NULL);
+	if (s->sys_path)
+		return 0;
+	if (rf->b->system)
+		err("no system '%s' in %s", rf->b->system, systems);
+	else
+		list_systems(systems, members);
+	return -1;
+}
 
-				fprintf(stderr, " %s", id ? strrchr(id, '/') + 1 : "?");
-			}
-			fputc('\n', stderr);
-		}
+/* Finds the system, its Bios, and the vendor's attribute; refuses unknowns. */
+static int rf_load(struct rf *rf, json_t *root, struct rf_sys *s)
+{
+	json_t *attrs;
+
+	if (find_system(rf, root, s))
 		return -1;
-	}
-	s->sys = rf_get(b, s->sys_path);
+	s->sys = rf_get(rf, s->sys_path);
 	if (!s->sys)
 		return -1;
 	s->maker = str_of(s->sys, "Manufacturer");
@@ -228,7 +477,7 @@ static int rf_load(const struct bmc *b, struct rf_sys *s)
 		    s->maker ? s->maker : "?", s->model ? s->model : "?");
 		return -1;
 	}
-	s->bios = rf_get(b, s->bios_path);
+	s->bios = rf_get(rf, s->bios_path);
 	if (!s->bios)
 		return -1;
 	attrs = json_object_get(s->bios, "Attributes");
@@ -239,6 +488,14 @@ static int rf_load(const struct bmc *b, struct rf_sys *s)
 		return -1;
 	}
 	return 0;
+}
+
+static void rf_sys_free(struct rf_sys *s)
+{
+	json_decref(s->coll);
+	json_decref(s->sys);
+	json_decref(s->bios);
+	free(s->sys_path);
 }
 
 static const char *mode_of(const struct snoop_map *m, const char *value)
@@ -257,21 +514,23 @@ static char *settings_path(const struct rf_sys *s)
 	return p ? xstrdup(p) : xsprintf("%s/Settings", s->bios_path);
 }
 
-int redfish_show(struct bmc *b)
+static int do_show(struct rf *rf, json_t *root)
 {
-	struct rf_sys s;
+	struct rf_sys s = { 0 };
 	char *sp;
-	json_t *set;
-	const char *pending = NULL;
+	json_t *set = NULL;
+	const char *pending = NULL, *m;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (rf_load(b, &s))
+	if (rf_load(rf, root, &s)) {
+		rf_sys_free(&s);
 		return EXIT_FAILED;
+	}
 	sp = settings_path(&s);
-	if (rf_request(b, "GET", sp, NULL, &set) == 200)
+	if (rf_request(rf, "GET", sp, NULL, &set) == 200)
 		pending = str_of(json_object_get(set, "Attributes"), s.map->attr);
 	if (pending && !strcmp(pending, s.value))
 		pending = NULL;
+	m = mode_of(s.map, s.value);
 	if (g.json) {
 		jopen('{');
 		jstr("via", "redfish");
@@ -280,13 +539,11 @@ int redfish_show(struct bmc *b)
 		jstr("model", s.model);
 		jstr("attribute", s.map->attr);
 		jstr("value", s.value);
-		jstr("snoop_mode", mode_of(s.map, s.value));
+		jstr("snoop_mode", m);
 		jstr("pending", pending);
 		jclose();
 		jend();
 	} else {
-		const char *m = mode_of(s.map, s.value);
-
 		printf("%s %s (%s): %s = %s (snoop-mode %s)\n", s.maker,
 		       s.model ? s.model : "", s.sys_path, s.map->attr, s.value,
 		       m ? m : "unknown");
@@ -294,79 +551,142 @@ int redfish_show(struct bmc *b)
 			printf("pending: %s = %s, applied at the next reboot\n",
 			       s.map->attr, pending);
 	}
+	json_decref(set);
 	free(sp);
+	rf_sys_free(&s);
 	return 0;
 }
 
-static int rf_reset(const struct bmc *b, json_t *sys, const char *sys_path)
+static bool allows(json_t *allowed, const char *type)
+{
+	/* Without the annotation the service lists nothing: assume it can. */
+	if (!json_is_array(allowed))
+		return true;
+	for (size_t k = 0; k < json_array_size(allowed); k++)
+		if (!strcmp(json_string_value(json_array_get(allowed, k)) ?: "", type))
+			return true;
+	return false;
+}
+
+/* The allowed values, for a message: "A, B, C" (malloc'd). */
+static char *allowed_list(json_t *allowed)
+{
+	char *l = xstrdup("");
+
+	for (size_t k = 0; k < json_array_size(allowed); k++) {
+		const char *v = json_string_value(json_array_get(allowed, k));
+		char *n = xsprintf("%s%s%s", l, *l ? ", " : "", v ? v : "?");
+
+		free(l);
+		l = n;
+	}
+	return l;
+}
+
+/*
+ * GracefulRestart by default: the OS shuts down cleanly, which a storage
+ * node running a filesystem needs.  --force: ForceRestart, else PowerCycle.
+ */
+static int rf_reset(struct rf *rf, json_t *sys, const char *sys_path,
+		    struct reset_info *r)
 {
 	json_t *act = json_object_get(json_object_get(sys, "Actions"),
 				      "#ComputerSystem.Reset");
 	json_t *allowed = json_object_get(act, "ResetType@Redfish.AllowableValues");
 	const char *target = str_of(act, "target"), *type = NULL;
-	static const char *const prefer[] = { "ForceRestart", "PowerCycle",
-		"GracefulRestart", NULL };
-	json_t *body, *resp;
+	json_t *body, *resp = NULL;
 	int st;
 
+	r->via = "redfish";
+	r->graceful = !rf->b->force;
 	if (!target) {
 		err("%s has no ComputerSystem.Reset action: reboot it another way (aheadctl --yes bios power-cycle --via ipmi)",
 		    sys_path);
 		return EXIT_FAILED;
 	}
-	for (int i = 0; prefer[i] && !type; i++) {
-		if (!json_is_array(allowed)) {
-			type = prefer[i];
-			break;
-		}
-		for (size_t k = 0; k < json_array_size(allowed); k++)
-			if (!strcmp(json_string_value(json_array_get(allowed, k)) ?: "", prefer[i]))
-				type = prefer[i];
-	}
+	if (!rf->b->force)
+		type = allows(allowed, "GracefulRestart") ? "GracefulRestart" : NULL;
+	else if (allows(allowed, "ForceRestart"))
+		type = "ForceRestart";
+	else if (allows(allowed, "PowerCycle"))
+		type = "PowerCycle";
 	if (!type) {
-		err("%s allows no restart reset type", sys_path);
+		char *l = allowed_list(allowed);
+
+		err("%s allows no %s reset (it allows: %s)%s", sys_path,
+		    rf->b->force ? "ForceRestart or PowerCycle" : "GracefulRestart", l,
+		    rf->b->force ? "" : "; --force asks for a hard one (ForceRestart or PowerCycle), an unclean stop of the running OS");
+		free(l);
 		return EXIT_FAILED;
 	}
+	r->type = type;
 	if (g.dry_run) {
 		info("would POST %s {\"ResetType\": \"%s\"}", target, type);
 		return 0;
 	}
 	body = json_pack("{s:s}", "ResetType", type);
-	st = rf_request(b, "POST", target, body, &resp);
+	st = rf_request(rf, "POST", target, body, &resp);
 	json_decref(body);
-	if (st < 0)
-		return EXIT_FAILED;
-	if (st != 200 && st != 202 && st != 204) {
+	if (st >= 0 && st != 200 && st != 202 && st != 204) {
 		const char *m = rf_message(resp);
 
 		err("POST %s: HTTP %d%s%s", target, st, m ? ": " : "", m ? m : "");
-		return EXIT_FAILED;
 	}
-	info("reset requested: %s", type);
+	json_decref(resp);
+	if (st != 200 && st != 202 && st != 204)
+		return EXIT_FAILED;
+	r->requested = true;
+	info("reset requested: %s (%s)", type, r->graceful ? "graceful" :
+	     "hard, --force");
 	return 0;
 }
 
-int redfish_set(struct bmc *b, int mode, bool reboot)
+/* -j for set: what was (or would be) changed, and the reset. */
+static void set_json(const struct rf_sys *s, const char *sp, const char *want,
+		     int mode, bool changed, const struct reset_info *r)
 {
-	struct rf_sys s;
-	const char *want;
-	char *sp, *dump;
-	json_t *body, *resp;
-	int st;
+	jopen('{');
+	jstr("via", "redfish");
+	jbool("dry_run", g.dry_run);
+	jstr("system", s->sys_path);
+	jstr("manufacturer", s->maker);
+	jstr("model", s->model);
+	jstr("attribute", s->map->attr);
+	jstr("snoop_mode", snoop_modes[mode]);
+	jstr("from", s->value);
+	jstr("to", want);
+	jbool("changed", changed);
+	jstr("settings", sp);
+	jstr("pending", changed ? want : NULL);
+	reset_json(r);
+	jclose();
+	jend();
+}
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (rf_load(b, &s))
-		return EXIT_FAILED;
+static int do_set(struct rf *rf, json_t *root, int mode, bool reboot)
+{
+	struct rf_sys s = { 0 };
+	struct reset_info r = { 0 };
+	const char *want;
+	char *sp = NULL, *dump = NULL;
+	json_t *body = NULL, *resp = NULL;
+	int st, rc = EXIT_FAILED;
+
+	if (rf_load(rf, root, &s))
+		goto out;
 	want = s.map->val[mode];
 	if (!want) {
 		err("%s offers no '%s' snoop mode (attribute %s)", s.maker,
 		    snoop_modes[mode], s.map->attr);
-		return EXIT_FAILED;
+		goto out;
 	}
 	if (!strcmp(s.value, want)) {
 		info("%s is already %s (snoop-mode %s): nothing to change", s.map->attr,
 		     want, snoop_modes[mode]);
-		return 0;
+		if (g.json)
+			set_json(&s, NULL, want, mode, false, NULL);
+		rc = 0;
+		goto out;
 	}
 	sp = settings_path(&s);
 	body = json_pack("{s:{s:s}, s:{s:s}}", "Attributes", s.map->attr, want,
@@ -374,52 +694,115 @@ int redfish_set(struct bmc *b, int mode, bool reboot)
 	dump = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
 	if (g.dry_run) {
 		info("would PATCH %s %s", sp, dump);
-		if (reboot)
-			return rf_reset(b, s.sys, s.sys_path);
-		return 0;
-	}
-	st = rf_request(b, "PATCH", sp, body, &resp);
-	if (st < 0)
-		return EXIT_FAILED;
-	if (st != 200 && st != 202 && st != 204) {
-		const char *m = rf_message(resp);
+	} else {
+		st = rf_request(rf, "PATCH", sp, body, &resp);
+		if (st >= 0 && st != 200 && st != 202 && st != 204) {
+			const char *m = rf_message(resp);
 
-		err("PATCH %s: HTTP %d%s%s", sp, st, m ? ": " : "", m ? m : "");
-		return EXIT_FAILED;
+			err("PATCH %s: HTTP %d%s%s", sp, st, m ? ": " : "", m ? m : "");
+		}
+		if (st != 200 && st != 202 && st != 204)
+			goto out;
+		info("%s: %s %s -> %s is pending (applies at the next reset)", s.sys_path,
+		     s.map->attr, s.value, want);
 	}
-	info("%s: %s %s -> %s is pending (applies at the next reset)", s.sys_path,
-	     s.map->attr, s.value, want);
-	if (reboot)
-		return rf_reset(b, s.sys, s.sys_path);
-	info("not rebooting: run 'aheadctl --yes bios power-cycle --bmc %s' or add --reboot", b->url);
-	return 0;
+	if (reboot && rf_reset(rf, s.sys, s.sys_path, &r))
+		goto out;
+	if (!reboot && !g.dry_run)
+		info("not rebooting: run 'aheadctl --yes bios power-cycle --bmc %s%s' (a graceful restart) or add --reboot",
+		     rf->b->url, rf->b->insecure_http ? " --insecure-http" : "");
+	if (g.json)
+		set_json(&s, sp, want, mode, true, reboot ? &r : NULL);
+	rc = 0;
+out:
+	json_decref(body);
+	json_decref(resp);
+	free(dump);
+	free(sp);
+	rf_sys_free(&s);
+	return rc;
+}
+
+static int do_reset(struct rf *rf, json_t *root)
+{
+	struct rf_sys s = { 0 };
+	struct reset_info r = { 0 };
+	int rc = EXIT_FAILED;
+
+	if (find_system(rf, root, &s))
+		goto out;
+	s.sys = rf_get(rf, s.sys_path);
+	if (!s.sys || rf_reset(rf, s.sys, s.sys_path, &r))
+		goto out;
+	if (g.json) {
+		jopen('{');
+		jstr("via", "redfish");
+		jbool("dry_run", g.dry_run);
+		jstr("system", s.sys_path);
+		reset_json(&r);
+		jclose();
+		jend();
+	}
+	rc = 0;
+out:
+	rf_sys_free(&s);
+	return rc;
+}
+
+typedef int (*rf_verb)(struct rf *rf, json_t *root, const void *arg);
+
+/* Every verb: one session around it, closed whatever the verb's outcome. */
+static int with_session(struct bmc *b, rf_verb verb, const void *arg)
+{
+	struct rf rf;
+	json_t *root = NULL;
+	int rc = EXIT_FAILED;
+
+	catch_signals(true);
+	if (!rf_open(&rf, b, &root) && !interrupted)
+		rc = verb(&rf, root, arg);
+	rf_close(&rf, root);
+	catch_signals(false);
+	return rc;
+}
+
+static int show_verb(struct rf *rf, json_t *root, const void *arg)
+{
+	(void)arg;
+	return do_show(rf, root);
+}
+
+struct set_args {
+	int mode;
+	bool reboot;
+};
+
+static int set_verb(struct rf *rf, json_t *root, const void *arg)
+{
+	const struct set_args *a = arg;
+
+	return do_set(rf, root, a->mode, a->reboot);
+}
+
+static int reset_verb(struct rf *rf, json_t *root, const void *arg)
+{
+	(void)arg;
+	return do_reset(rf, root);
+}
+
+int redfish_show(struct bmc *b)
+{
+	return with_session(b, show_verb, NULL);
+}
+
+int redfish_set(struct bmc *b, int mode, bool reboot)
+{
+	struct set_args a = { mode, reboot };
+
+	return with_session(b, set_verb, &a);
 }
 
 int redfish_reset(struct bmc *b)
 {
-	json_t *root, *coll, *sys;
-	const char *systems, *id;
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	root = rf_get(b, "/redfish/v1");
-	if (!root)
-		return EXIT_FAILED;
-	systems = odata_id(root, "Systems");
-	coll = systems ? rf_get(b, systems) : NULL;
-	if (!coll)
-		return EXIT_FAILED;
-	if (json_array_size(json_object_get(coll, "Members")) != 1 && !b->system) {
-		err("%s has several systems; choose one with --system ID", systems);
-		return EXIT_FAILED;
-	}
-	id = odata_id(json_array_get(json_object_get(coll, "Members"), 0), NULL);
-	if (b->system) {
-		char *p = xsprintf("%s/%s", systems, b->system);
-
-		id = p;
-	}
-	sys = rf_get(b, id);
-	if (!sys)
-		return EXIT_FAILED;
-	return rf_reset(b, sys, id);
+	return with_session(b, reset_verb, NULL);
 }

@@ -10,15 +10,24 @@
 
 #include "aheadctl.h"
 
+/* The message on stderr; under -j the first one is also the error document's. */
 void err(const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
+	int r;
 
 	va_start(ap, fmt);
-	fputs("aheadctl: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	r = vasprintf(&msg, fmt, ap);
 	va_end(ap);
+	if (r < 0) {
+		fprintf(stderr, "aheadctl: %s\n", fmt);
+		json_error(fmt);
+		return;
+	}
+	fprintf(stderr, "aheadctl: %s\n", msg);
+	json_error(msg);
+	free(msg);
 }
 
 void warnx(const char *fmt, ...)
@@ -91,6 +100,11 @@ char *xstrdup(const char *s)
 	return p;
 }
 
+/*
+ * procfs and sysfs report st_size 0, so the buffer grows as the file is read:
+ * a node running containers has a mountinfo of megabytes, and a 256-CPU
+ * /proc/interrupts is over 1 MiB.  READ_FILE_MAX only stops a runaway file.
+ */
 char *read_file(const char *path)
 {
 	size_t len = 0, cap = 4096;
@@ -103,7 +117,7 @@ char *read_file(const char *path)
 	buf = xcalloc(1, cap + 1);
 	while ((n = read(fd, buf + len, cap - len)) > 0) {
 		len += n;
-		if (len == cap && cap >= (1 << 20)) {	/* no attribute is this big */
+		if (len == cap && cap >= READ_FILE_MAX) {
 			close(fd);
 			free(buf);
 			errno = EFBIG;
@@ -362,30 +376,71 @@ int node_cpus(int node, struct cpus *c)
 	return r;
 }
 
+/* Variables that carry a BMC secret: no child of ours ever sees them. */
+static const char *const secret_env[] = { "AHEADCTL_BMC_PASSWORD=", "IPMI_PASSWORD=", NULL };
+
+static bool is_secret(const char *var)
+{
+	for (int i = 0; secret_env[i]; i++)
+		if (!strncmp(var, secret_env[i], strlen(secret_env[i])))
+			return true;
+	return false;
+}
+
+/* Our environment less the secrets, plus add (NULL-terminated, may be NULL). */
+static char **child_env(char *const add[])
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	for (size_t i = 0; add && add[i]; i++)
+		n++;
+	env = xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; environ[i]; i++)
+		if (!is_secret(environ[i]))
+			env[k++] = environ[i];
+	for (size_t i = 0; add && add[i]; i++)
+		env[k++] = add[i];
+	env[k] = NULL;
+	return env;
+}
+
 /*
- * Runs a helper tool with extra environment (secrets travel there, never in
- * argv); stdout captured when out is given, stderr passed through.
+ * Runs a helper tool; stdout captured when out is given, stderr passed
+ * through.  The child gets our environment without the BMC secrets (vendor
+ * tools have no business with them); what one child must know comes in
+ * envp_add, or through keep_fd (>= 0), the one descriptor of ours it
+ * inherits, e.g. a pipe holding a password.
  */
-int run_cmd(char *const argv[], char *const envp_add[], char **out)
+int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 {
 	int pfd[2] = { -1, -1 }, status;
+	char **env = child_env(envp_add);
 	pid_t pid;
 
-	if (out && pipe2(pfd, O_CLOEXEC) < 0)
+	if (out && pipe2(pfd, O_CLOEXEC) < 0) {
+		free(env);
 		return -1;
+	}
+	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free(env);
 		return -1;
+	}
 	if (pid == 0) {
-		for (int i = 0; envp_add && envp_add[i]; i++)
-			putenv(envp_add[i]);
 		if (out)
 			dup2(pfd[1], 1);
-		execvp(argv[0], argv);
+		if (keep_fd >= 0)
+			fcntl(keep_fd, F_SETFD, 0);
+		execvpe(argv[0], argv, env);
 		fprintf(stderr, "aheadctl: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
+	free(env);
 	if (out) {
 		size_t len = 0, cap = 4096;
 		ssize_t n;

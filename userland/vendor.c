@@ -12,40 +12,53 @@ struct tool {
 	const char *get[8];
 	const char *set[10];
 	const char *apply[10];		/* after set, without --reboot */
-	const char *apply_reboot[10];	/* after set, with --reboot; empty: IPMI */
+	const char *reboot[10];		/* after set, with --reboot; empty: IPMI */
+	const char *reboot_force[10];	/* the same with --force */
 	const char *val[4];		/* home, early, cod, osb */
 	const char *refuse_set;		/* set not automated: why */
+	const char *graceful_note;	/* why reboot[] is empty, if it is */
 };
 
+/*
+ * Restarts are graceful unless --force: racadm's BIOS job reboots with a
+ * graceful shutdown (-r graceful; the job fails if the OS does not stop)
+ * or, forced, a power cycle (-r pwrcycle).  "ilorest reboot" knows only
+ * hard resets (ForceRestart and the like), so its graceful restart is the
+ * IPMI one; onecli and syscfg cannot restart at all.
+ */
 static const struct tool tools[] = {
 	{ "racadm",
 	  { "racadm", "get", "BIOS.MemSettings.SnoopMode" },
 	  { "racadm", "set", "BIOS.MemSettings.SnoopMode", VAL },
 	  { "racadm", "jobqueue", "create", "BIOS.Setup.1-1" },
+	  { "racadm", "jobqueue", "create", "BIOS.Setup.1-1", "-r", "graceful", "-s", "TIME_NOW" },
 	  { "racadm", "jobqueue", "create", "BIOS.Setup.1-1", "-r", "pwrcycle", "-s", "TIME_NOW" },
-	  { "HomeSnoop", "EarlySnoop", "ClusterOnDie", "OpportunisticSnoopBroadcast" }, NULL },
+	  { "HomeSnoop", "EarlySnoop", "ClusterOnDie", "OpportunisticSnoopBroadcast" }, NULL, NULL },
 	{ "ilorest",
 	  { "ilorest", "get", "QpiSnoopConfig", "--selector", "Bios." },
 	  { "ilorest", "set", "QpiSnoopConfig=" VAL, "--selector", "Bios.", "--commit" },
 	  { NULL },
-	  { "ilorest", "reboot" },
-	  { "HomeSnoop", "Standard", "ClusterOnDie", NULL }, NULL },
+	  { NULL },
+	  { "ilorest", "reboot", "ForceRestart" },
+	  { "HomeSnoop", "Standard", "ClusterOnDie", NULL }, NULL,
+	  "ilorest reboot only does hard resets (--force uses 'ilorest reboot ForceRestart')" },
 	{ "onecli",
 	  { "onecli", "config", "show", "Processors.SnoopMode" },
 	  { "onecli", "config", "set", "Processors.SnoopMode", VAL },
-	  { NULL },
-	  { NULL },
-	  { "Home Snoop", "Early Snoop", "Cluster On Die", NULL }, NULL },
+	  { NULL }, { NULL }, { NULL },
+	  { "Home Snoop", "Early Snoop", "Cluster On Die", NULL }, NULL,
+	  "onecli cannot restart the machine" },
 	{ "syscfg",
 	  { "syscfg", "/d", "biossettings", "Snoop Mode" },
 	  { "syscfg", "/bcs", "", "Snoop Mode", VAL },
-	  { NULL },
-	  { NULL },
-	  { "Home Snoop", "Early Snoop", "Cluster On Die", NULL }, NULL },
+	  { NULL }, { NULL }, { NULL },
+	  { "Home Snoop", "Early Snoop", "Cluster On Die", NULL }, NULL,
+	  "syscfg cannot restart the machine" },
 	{ "sum",
 	  { "sum", "-c", "GetCurrentBiosCfg", "--file", "/dev/stdout" },
-	  { NULL }, { NULL }, { NULL }, { NULL },
-	  "Supermicro SUM changes BIOS options from a whole configuration file, which aheadctl does not rewrite: run 'sum -c GetCurrentBiosCfg --file bios.txt', change 'Snoop Mode' in it, then 'sum -c ChangeBiosCfg --file bios.txt' and reboot" },
+	  { NULL }, { NULL }, { NULL }, { NULL }, { NULL },
+	  "Supermicro SUM changes BIOS options from a whole configuration file, which aheadctl does not rewrite: run 'sum -c GetCurrentBiosCfg --file bios.txt', change 'Snoop Mode' in it, then 'sum -c ChangeBiosCfg --file bios.txt' and reboot",
+	  NULL },
 	{ NULL },
 };
 
@@ -60,6 +73,19 @@ static const struct tool *tool_of(const char *name)
 bool vendor_known(const char *tool)
 {
 	return tool_of(tool) != NULL;
+}
+
+static const char *const *reboot_cmd(const struct tool *t, bool force)
+{
+	return force ? t->reboot_force : t->reboot;
+}
+
+/* Whether --reboot runs the tool itself, rather than IPMI through --bmc. */
+bool vendor_reboots_itself(const char *tool, bool force)
+{
+	const struct tool *t = tool_of(tool);
+
+	return t && reboot_cmd(t, force)[0];
 }
 
 static bool in_path(const char *bin)
@@ -110,72 +136,173 @@ static char **build(const char *const *tmpl, const char *val, char **shown)
 	return argv;
 }
 
-static int step(const char *const *tmpl, const char *val, bool quiet)
+/* The commands run (or shown under -n), for -j. */
+struct steps {
+	int n;
+	char *shown[4];
+	int rc[4];
+	char *out[4];
+};
+
+static int step(struct steps *st, const char *const *tmpl, const char *val, bool quiet)
 {
 	char *shown, **argv = build(tmpl, val, &shown), *out = NULL;
-	int rc;
+	int rc = 0;
 
 	if (g.dry_run) {
 		info("would run: %s", shown);
-		return 0;
+	} else {
+		rc = run_cmd(argv, NULL, -1, &out);
+		if (!g.json && (!quiet || rc))
+			fputs(out ? out : "", stdout);
+		if (rc)
+			err("'%s' failed (exit %d)", shown, rc);
 	}
-	rc = run_cmd(argv, NULL, &out);
-	if (!quiet || rc)
-		fputs(out ? out : "", g.json ? stderr : stdout);
-	if (rc)
-		err("'%s' failed (exit %d)", shown, rc);
-	free(out);
+	for (int i = 0; argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+	st->shown[st->n] = shown;
+	st->rc[st->n] = rc;
+	st->out[st->n++] = out;
 	return rc;
+}
+
+static void steps_json(const struct steps *st)
+{
+	jkey("commands");
+	jopen('[');
+	for (int i = 0; i < st->n; i++) {
+		jopen('{');
+		jstr("command", st->shown[i]);
+		if (g.dry_run) {
+			jbool("run", false);
+		} else {
+			jbool("run", true);
+			jint("exit", st->rc[i]);
+			jstr("output", st->out[i]);
+		}
+		jclose();
+	}
+	jclose();
+}
+
+static void steps_free(struct steps *st)
+{
+	for (int i = 0; i < st->n; i++) {
+		free(st->shown[i]);
+		free(st->out[i]);
+	}
 }
 
 int vendor_show(const char *name)
 {
 	const struct tool *t = tool_of(name);
+	struct steps st = { 0 };
+	int rc;
 
 	if (!g.dry_run && !in_path(t->get[0])) {
 		err("%s is not installed (not in PATH)", t->get[0]);
 		return EXIT_FAILED;
 	}
-	return step(t->get, NULL, false) ? EXIT_FAILED : 0;
+	rc = step(&st, t->get, NULL, false);
+	if (!rc && g.json) {
+		jopen('{');
+		jstr("via", name);
+		jbool("dry_run", g.dry_run);
+		steps_json(&st);
+		jclose();
+		jend();
+	}
+	steps_free(&st);
+	return rc ? EXIT_FAILED : 0;
 }
 
-int vendor_set(const char *name, int mode, bool reboot, struct bmc *b)
+/* Everything checked before the first change; 0 or an exit status. */
+static int check_set(const struct tool *t, int mode, bool reboot, struct bmc *b)
 {
-	const struct tool *t = tool_of(name);
-	const char *v;
-
 	if (t->refuse_set) {
 		err("%s", t->refuse_set);
 		return EXIT_FAILED;
 	}
-	v = t->val[mode];
-	if (!v) {
-		err("%s: no '%s' snoop mode on these machines", name, snoop_modes[mode]);
+	if (!t->val[mode]) {
+		err("%s: no '%s' snoop mode on these machines", t->name, snoop_modes[mode]);
 		return EXIT_FAILED;
 	}
-	/* Everything checked before the first change. */
-	if (reboot && !t->apply_reboot[0] && (!b->url || !b->user || !b->password)) {
-		err("%s cannot reboot the machine itself: --reboot needs --bmc/--user and a password for an IPMI power cycle",
-		    name);
+	if (reboot && !reboot_cmd(t, b->force)[0] && (!b->url || !b->user || !b->password)) {
+		err("%s: --reboot needs --bmc/--user and a password for an IPMI %s restart",
+		    t->graceful_note, b->force ? "hard" : "graceful (soft shutdown, then power on)");
 		return EXIT_USAGE;
 	}
 	if (!g.dry_run && !in_path(t->get[0])) {
 		err("%s is not installed (not in PATH)", t->get[0]);
 		return EXIT_FAILED;
 	}
+	return 0;
+}
+
+static void set_json(const struct tool *t, int mode, const struct steps *st,
+		     const struct reset_info *r)
+{
+	jopen('{');
+	jstr("via", t->name);
+	jbool("dry_run", g.dry_run);
+	jstr("snoop_mode", snoop_modes[mode]);
+	jstr("value", t->val[mode]);
+	steps_json(st);
+	jbool("pending", !r || !r->type);
+	reset_json(r);
+	jclose();
+	jend();
+}
+
+static int set_steps(const struct tool *t, int mode, bool reboot, struct bmc *b,
+		     struct steps *st, struct reset_info *r)
+{
+	const char *const *rb = reboot_cmd(t, b->force);
+
 	/* The get proves the attribute exists here before anything changes. */
-	if (step(t->get, NULL, true)) {
-		err("%s cannot read the snoop-mode setting on this machine: refusing to set it", name);
+	if (step(st, t->get, NULL, true)) {
+		err("%s cannot read the snoop-mode setting on this machine: refusing to set it", t->name);
 		return EXIT_FAILED;
 	}
-	if (step(t->set, v, false))
+	if (step(st, t->set, t->val[mode], false))
 		return EXIT_FAILED;
-	if (reboot && t->apply_reboot[0])
-		return step(t->apply_reboot, NULL, false) ? EXIT_FAILED : 0;
-	if (!reboot && t->apply[0] && step(t->apply, NULL, false))
+	if (reboot && rb[0]) {
+		r->via = t->name;
+		r->type = b->force ? "forced (power cycle)" : "graceful";
+		r->graceful = !b->force;
+		r->requested = !g.dry_run;
+		if (step(st, rb, NULL, false))
+			return EXIT_FAILED;
+		info("%s%s restart through %s", g.dry_run ? "would request a " : "",
+		     r->graceful ? "graceful" : "hard (--force)", t->name);
+		return 0;
+	}
+	if (!reboot && t->apply[0] && step(st, t->apply, NULL, false))
 		return EXIT_FAILED;
-	if (reboot)
-		return ipmi_power_cycle(b);
+	if (reboot) {
+		if (ipmi_reset(b, r))
+			return EXIT_FAILED;
+		info("%s%s restart through IPMI: %s", g.dry_run ? "would do a " : "",
+		     r->graceful ? "graceful" : "hard (--force)", r->type);
+		return 0;
+	}
 	info("snoop-mode %s is pending: it applies at the next reboot", snoop_modes[mode]);
 	return 0;
+}
+
+int vendor_set(const char *name, int mode, bool reboot, struct bmc *b)
+{
+	const struct tool *t = tool_of(name);
+	struct steps st = { 0 };
+	struct reset_info r = { 0 };
+	int rc = check_set(t, mode, reboot, b);
+
+	if (rc)
+		return rc;
+	rc = set_steps(t, mode, reboot, b, &st, &r);
+	if (!rc && g.json)
+		set_json(t, mode, &st, reboot ? &r : NULL);
+	steps_free(&st);
+	return rc;
 }

@@ -105,8 +105,36 @@ if [ -n "$nic1" ]; then
 	t "XPS of every tx queue is on node 1" '[ -z "$bad" ]'
 	run irq show dev "$nic1"
 	t "irq show after set: nothing off-node" '[ $rc = 0 ] && ! has off-node'
+	# XPS follows the IRQ that serves the queue: virtio-net's output.N for tx-N.
+	bad=""
+	for q in /sys/class/net/$nic1/queues/tx-*; do
+		qn=${q##*tx-} i=""
+		for j in $irqs; do
+			awk -v i="$j:" -v s="-output.$qn" '$1 == i && substr($NF, length($NF) - length(s) + 1) == s { f = 1 } END { exit !f }' /proc/interrupts && i=$j
+		done
+		[ -n "$i" ] || { bad="$bad tx-$qn:no-output-irq"; continue; }
+		m=$(cat "$q/xps_cpus") want=0
+		for c in $(expand "$(cat /proc/irq/$i/smp_affinity_list)"); do want=$((want | 1 << c)); done
+		[ "$((16#${m//,/}))" = "$want" ] || bad="$bad tx-$qn:$m/irq$i"
+	done
+	out="$bad"
+	t "XPS of tx-N is the CPU of the IRQ named ...-output.N" '[ -z "$bad" ]'
 	run -j irq show dev "$nic1"
 	t "irq show -j in the guest is valid JSON" '[ $rc = 0 ] && python3 -c "import json,sys; json.load(sys.stdin)" <<<"$out"'
+	t "irq show -j: each IRQ's affinity_hint is its /proc/irq/N/affinity_hint" '[ $rc = 0 ] && python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+def span(r):
+    a, _, z = r.partition(\"-\")
+    return range(int(a), int(z or a) + 1)
+for i in d[\"irqs\"]:
+    v = int(open(\"/proc/irq/%d/affinity_hint\" % i[\"irq\"]).read().strip().replace(\",\", \"\"), 16)
+    h = i[\"affinity_hint\"]
+    got = [c for r in h.split(\",\") if r for c in span(r)]
+    assert got == [c for c in range(v.bit_length()) if v >> c & 1], (i, hex(v))
+" "$out"'
+	run irq show dev "$nic1" node 0
+	t "irq show node 0 on the node-1 NIC: an override, said so" '[ $rc = 0 ] && has "numa_node 1 (overridden: using node 0, given)" && has "local CPUs $(cat /sys/devices/system/node/node0/cpulist)"'
 fi
 
 t "a NIC on the root bus with numa_node -1" '[ -n "$nic0" ]'
@@ -147,11 +175,25 @@ else
 	t "a virtio-blk device (vda)" 'false'
 fi
 
-run -j numa bw --size 16M --seconds 0.1
-t "numa bw: a 2x2 matrix, every cell > 0" '[ $rc = 0 ] && python3 -c "import json,sys; d=json.load(sys.stdin); assert len(d[\"mbps\"]) == 2 and all(c > 0 for r in d[\"mbps\"] for c in r) and d[\"worst_ratio\"] > 0" <<<"$out"'
-echo "# numa bw: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["mbps"], "ratio", d["worst_ratio"])' <<<"$out" 2>/dev/null)"
+# numa bw: 2 CPUs per node, so 2 bandwidth threads and 1 beside the latency thread.
+bw_ok() {	# every matrix 2x2 with every cell > 0
+	python3 -c "import json,sys
+d = json.load(sys.stdin)
+assert d['nodes'] == [0, 1] and d['threads'] == [2, 2] and d['load_threads'] == [1, 1], d
+for k in 'mbps', 'idle_latency_ns', 'loaded_latency_ns':
+	assert len(d[k]) == 2 and all(len(r) == 2 and all(c > 0 for c in r) for r in d[k]), (k, d[k])
+assert d['worst_ratio'] > 0 and d['traffic'] == sys.argv[1] and d['runs'] == 2" "$1" <<<"$out"
+}
+run -j numa bw --size 16M --seconds 0.1 --runs 2
+t "numa bw: 2x2 bandwidth, idle and loaded latency matrices, every cell > 0" '[ $rc = 0 ] && bw_ok read'
+echo "# numa bw: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print("MB/s", d["mbps"], "ratio", d["worst_ratio"], "idle ns", d["idle_latency_ns"], "loaded ns", d["loaded_latency_ns"])' <<<"$out" 2>/dev/null)"
+run -j numa bw --size 16M --seconds 0.1 --runs 2 --traffic rw
+t "numa bw --traffic rw: the same shape, every cell > 0" '[ $rc = 0 ] && bw_ok rw'
+echo "# numa bw --traffic rw: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print("MB/s", d["mbps"])' <<<"$out" 2>/dev/null)"
 run -j doctor --skip-bw
 t "doctor in the guest: valid JSON, exit 0 or 1" '[ $rc -le 1 ] && python3 -c "import json,sys; json.load(sys.stdin)" <<<"$out"'
 
+# apply/verify, the boot unit and the udev rule; sourced: the numbering goes on.
+. "$top/selftests/aheadctl/guest-persist.sh"
 echo "1..$n"
 exit $failed

@@ -2,20 +2,36 @@
 """redfish_emu.py: the smallest Redfish service aheadctl's tests need.
 
 Written for these tests from the DMTF schemas (ServiceRoot, ComputerSystem,
-Bios v1.1 with @Redfish.Settings, Settings v1.3 SettingsApplyTime), because
-sushy-tools' emulator cannot play a Dell or HPE BIOS: its systems report no
-vendor Manufacturer and its BIOS attributes are a fixed set without a snoop
-setting.  One system, Basic auth, GET/PATCH/POST as a BMC answers them, a
-log of every request (JSON lines) for the tests to assert on.
+Bios v1.1 with @Redfish.Settings, Settings v1.3 SettingsApplyTime,
+SessionService/Session), because sushy-tools' emulator cannot play a Dell
+or HPE BIOS: its systems report no vendor Manufacturer and its BIOS
+attributes are a fixed set without a snoop setting (the tests run the calls
+it can play against it too, 55-bios-sushy.sh).
+
+Sessions as a BMC does them: POST /redfish/v1/SessionService/Sessions with
+UserName/Password answers 201 with X-Auth-Token and Location; every other
+request but GET /redfish/v1 needs a live token (Basic only with --basic);
+DELETE of the session's URI logs out.  Every request is logged (JSON lines:
+method, path, body with any Password masked, auth used, sessions still open)
+for the tests to assert on.
 
   redfish_emu.py --vendor dell|hpe|acme|dell-nosnoop --ready FILE --log FILE
                  [--user U --password P] [--tls CERT KEY] [--systems N]
+                 [--basic] [--bare-ids] [--reset-types A,B,...]
+                 [--hang METHOD:PATH]
+
+--bare-ids: Systems members' @odata.id is the bare id ("1"), no path.
+--hang: a request with that method and path is read and never answered.
 """
 import argparse
 import base64
 import json
+import os
+import secrets
 import ssl
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 VENDORS = {
@@ -31,7 +47,9 @@ VENDORS = {
     "acme": ("Acme Servers", "X1", {
         "SnoopMode": ("EarlySnoop", ["HomeSnoop", "EarlySnoop"])}),
 }
-RESET_TYPES = ["On", "ForceOff", "GracefulShutdown", "ForceRestart", "PowerCycle"]
+RESET_TYPES = ["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart",
+               "PowerCycle"]
+SESSIONS = "/redfish/v1/SessionService/Sessions"
 
 
 def error(code, msgid, message):
@@ -41,7 +59,11 @@ def error(code, msgid, message):
 
 
 class State:
-    def __init__(self, vendor, systems):
+    def __init__(self, vendor, systems, reset_types):
+        self.lock = threading.Lock()
+        self.sessions = {}      # token -> session id
+        self.next_session = 1
+        self.reset_types = reset_types
         self.maker, self.model, attrs = VENDORS[vendor]
         self.allowed = {k: v[1] for k, v in attrs.items()}
         self.systems = {str(i + 1): {"attrs": {k: v[0] for k, v in attrs.items()},
@@ -55,9 +77,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def reply(self, code, body=None):
+    def reply(self, code, body=None, headers=()):
         data = json.dumps(body).encode() if body is not None else b""
         self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
         if body is not None:
             self.send_header("Content-Type", "application/json")
         self.send_header("OData-Version", "4.0")
@@ -65,10 +89,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def authorized(self):
+    def auth_kind(self):
+        """token, basic, none, or bad (credentials that do not match)."""
+        st = self.server.state
+        tok = self.headers.get("X-Auth-Token")
+        if tok is not None:
+            with st.lock:
+                return "token" if tok in st.sessions else "bad"
+        h = self.headers.get("Authorization")
+        if h is None:
+            return "none"
         want = "Basic " + base64.b64encode(
             ("%s:%s" % (self.server.user, self.server.password)).encode()).decode()
-        return self.headers.get("Authorization") == want
+        return "basic" if h == want else "bad"
+
+    def log(self, method, body, auth):
+        if isinstance(body, dict) and "Password" in body:
+            body = dict(body, Password="***")
+        st = self.server.state
+        with st.lock, open(self.server.log, "a") as f:
+            f.write(json.dumps({"method": method, "path": self.path, "body": body,
+                                "auth": auth, "open": len(st.sessions)}) + "\n")
 
     def handle_any(self, method):
         length = int(self.headers.get("Content-Length") or 0)
@@ -77,26 +118,70 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = "<invalid json>"
-        with open(self.server.log, "a") as f:
-            f.write(json.dumps({"method": method, "path": self.path, "body": body}) + "\n")
-        if self.path.rstrip("/") != "/redfish/v1" and not self.authorized():
-            return self.reply(*error(401, "InsufficientPrivilege", "Authentication failed"))
+        path = self.path.rstrip("/")
+        auth = self.auth_kind()
+        if "%s:%s" % (method, path) in self.server.hang:
+            self.log(method, body, auth)
+            time.sleep(3600)    # never answers; the server is killed first
+            return
         if body == "<invalid json>":
+            self.log(method, body, auth)
             return self.reply(*error(400, "MalformedJSON", "The request body is not JSON"))
-        code, out = self.route(method, self.path.rstrip("/"), body)
+        if path == SESSIONS and method == "POST":
+            return self.login(body, auth)
+        ok = auth == "token" or (auth == "basic" and self.server.basic)
+        if path != "/redfish/v1" and not ok:
+            self.log(method, body, auth)
+            return self.reply(*error(401, "InsufficientPrivilege", "Authentication failed"))
+        if path.startswith(SESSIONS + "/") and method == "DELETE":
+            return self.logout(path, body, auth)
+        code, out = self.route(method, path, body)
+        self.log(method, body, auth)
         self.reply(code, out)
+
+    def login(self, body, auth):
+        st = self.server.state
+        if not isinstance(body, dict) or body.get("UserName") != self.server.user or \
+                body.get("Password") != self.server.password:
+            self.log("POST", body, auth)
+            return self.reply(*error(401, "InsufficientPrivilege", "Authentication failed"))
+        tok = secrets.token_hex(16)
+        with st.lock:
+            sid = str(st.next_session)
+            st.next_session += 1
+            st.sessions[tok] = sid
+        self.log("POST", body, auth)
+        uri = SESSIONS + "/" + sid
+        self.reply(201, {"@odata.id": uri, "@odata.type": "#Session.v1_0_0.Session",
+                         "Id": sid, "Name": "User Session", "UserName": body["UserName"]},
+                   [("X-Auth-Token", tok), ("Location", uri)])
+
+    def logout(self, path, body, auth):
+        st = self.server.state
+        sid = path.rsplit("/", 1)[1]
+        with st.lock:
+            tok = [t for t, s in st.sessions.items() if s == sid]
+            for t in tok:
+                del st.sessions[t]
+        self.log("DELETE", body, auth)
+        if not tok:
+            return self.reply(*error(404, "ResourceMissingAtURI", "No session " + sid))
+        self.reply(204)
 
     def route(self, method, path, body):
         st = self.server.state
         if path == "/redfish/v1" and method == "GET":
             return 200, {"@odata.id": "/redfish/v1", "@odata.type": "#ServiceRoot.v1_5_0.ServiceRoot",
                          "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.6.0",
-                         "Systems": {"@odata.id": "/redfish/v1/Systems"}}
+                         "Systems": {"@odata.id": "/redfish/v1/Systems"},
+                         "SessionService": {"@odata.id": "/redfish/v1/SessionService"},
+                         "Links": {"Sessions": {"@odata.id": SESSIONS}}}
         if path == "/redfish/v1/Systems" and method == "GET":
             return 200, {"@odata.id": path, "@odata.type": "#ComputerSystemCollection.ComputerSystemCollection",
                          "Name": "Computer System Collection",
                          "Members@odata.count": len(st.systems),
-                         "Members": [{"@odata.id": "/redfish/v1/Systems/" + i} for i in st.systems]}
+                         "Members": [{"@odata.id": i if self.server.bare_ids else "/redfish/v1/Systems/" + i}
+                                     for i in st.systems]}
         parts = path.split("/")
         if len(parts) < 5 or parts[:4] != ["", "redfish", "v1", "Systems"] or parts[4] not in st.systems:
             return error(404, "ResourceMissingAtURI", "No resource at " + path)
@@ -109,7 +194,7 @@ class Handler(BaseHTTPRequestHandler):
                          "PowerState": sys_["power"], "Bios": {"@odata.id": base + "/Bios"},
                          "Actions": {"#ComputerSystem.Reset": {
                              "target": base + "/Actions/ComputerSystem.Reset",
-                             "ResetType@Redfish.AllowableValues": RESET_TYPES}}}
+                             "ResetType@Redfish.AllowableValues": st.reset_types}}}
         if rest == "Bios" and method == "GET":
             return 200, {"@odata.id": base + "/Bios", "@odata.type": "#Bios.v1_1_0.Bios", "Id": "BIOS",
                          "Name": "BIOS Configuration Current Settings",
@@ -139,9 +224,9 @@ class Handler(BaseHTTPRequestHandler):
             return 202, {"@odata.id": base + "/Bios/Settings", "Attributes": dict(sys_["pending"])}
         if rest == "Actions/ComputerSystem.Reset" and method == "POST":
             rt = (body or {}).get("ResetType") if isinstance(body, dict) else None
-            if rt not in RESET_TYPES:
+            if rt not in st.reset_types:
                 return error(400, "ActionParameterNotSupported", "ResetType %s is not supported" % rt)
-            if rt in ("ForceRestart", "PowerCycle", "On"):
+            if rt in ("GracefulRestart", "ForceRestart", "PowerCycle", "On"):
                 sys_["attrs"].update(sys_["pending"])
                 sys_["pending"] = {}
             sys_["power"] = "Off" if rt in ("ForceOff", "GracefulShutdown") else "On"
@@ -159,6 +244,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.handle_any("POST")
 
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -169,17 +257,22 @@ def main():
     ap.add_argument("--password", default="calvin")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--systems", type=int, default=1)
+    ap.add_argument("--basic", action="store_true", help="accept Basic auth too")
+    ap.add_argument("--bare-ids", action="store_true")
+    ap.add_argument("--reset-types", default=",".join(RESET_TYPES))
+    ap.add_argument("--hang", action="append", default=[], metavar="METHOD:PATH")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.state = State(a.vendor, a.systems)
+    srv.daemon_threads = True
+    srv.state = State(a.vendor, a.systems, a.reset_types.split(","))
     srv.log, srv.user, srv.password = a.log, a.user, a.password
+    srv.basic, srv.bare_ids, srv.hang = a.basic, a.bare_ids, set(a.hang)
     if a.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.tls[0], a.tls[1])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(a.ready + ".tmp", "w") as f:
         f.write("%d\n" % srv.server_address[1])
-    import os
     os.rename(a.ready + ".tmp", a.ready)
     sys.stdout.flush()
     srv.serve_forever()

@@ -41,7 +41,16 @@ run irq set dev eth0 policy spread
 t "irq set spread: local CPUs first, then the rest" '[ $rc = 0 ] && [ "$(aff 40)" = 2 ] && [ "$(aff 41)" = 3 ] && [ "$(aff 43)" = 0 ]'
 fresh
 run irq set dev eth0 policy cpus 0-1 xps
-t "irq set cpus LIST xps: IRQs and XPS round robin over LIST" '[ $rc = 0 ] && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 1 ] && [ "$(aff 43)" = 0 ] && [ "$(xps 0)" = 1 ] && [ "$(xps 1)" = 2 ] && [ "$(xps 2)" = 1 ] && [ "$(xps 3)" = 2 ]'
+# tx-N follows the IRQ named for queue N: TxRx-2 is managed (2-3, kept), mlx5_comp3 serves queue 3.
+t "irq set cpus LIST xps: IRQs round robin over LIST, XPS of tx-N on the CPU of queue N's IRQ" '[ $rc = 0 ] && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 1 ] && [ "$(aff 43)" = 0 ] && [ "$(xps 0)" = 1 ] && [ "$(xps 1)" = 2 ] && [ "$(xps 2)" = c ] && [ "$(xps 3)" = 1 ] && has "tx-3 XPS -> CPU 0 (follows IRQ 43 mlx5_comp3@pci:0000:81:00.0, by name)" && has "tx-2 XPS -> CPUs 2-3 (follows IRQ 42 eth0-TxRx-2, by name)"'
+# virtio-net: config (30), input.0 (31), output.0 (32): tx-0 is output.0's, not the config vector's.
+fresh
+run irq set dev eth1 policy cpus 1-3 xps
+t "irq set xps on virtio-net: tx-0 gets the CPU of output.0, not of the config IRQ" '[ $rc = 0 ] && [ "$(aff 30)" = 1 ] && [ "$(aff 32)" = 3 ] && [ "$(cat "$F/sys/devices/pci0000:00/0000:00:03.0/virtio1/net/eth1/queues/tx-0/xps_cpus")" = 8 ] && has "tx-0 XPS -> CPU 3 (follows IRQ 32 virtio1-output.0, by name)"'
+# Unnamed IRQs: position among the queue IRQs, the config vector left out.
+fresh; sed -i 's/virtio1-input.0/virtio1-a/; s/virtio1-output.0/virtio1-b/' "$F/proc/interrupts"
+run -j irq set dev eth1 policy cpus 1-3 xps
+t "irq set xps without queue names: by position among the queue IRQs, said so" '[ $rc = 0 ] && [ "$(jp "(d[\"xps\"][0][\"irq\"], d[\"xps\"][0][\"cpu\"], d[\"xps\"][0][\"how\"])")" = "(31, 2, '"'"'by position among the queue IRQs'"'"')" ]'
 run -j irq set dev eth0 policy local
 t "irq set -j: valid JSON, managed IRQ with a null cpu" '[ $rc = 0 ] && json_ok && [ "$(jp "[(i[\"irq\"], i[\"cpu\"]) for i in d[\"irqs\"]]")" = "[(40, 2), (41, 3), (42, None), (43, 2)]" ]'
 fresh; snap b
@@ -57,6 +66,9 @@ run irq set dev eth0
 t "irq set: missing policy" '[ $rc = 2 ] && haserr usage && same b'
 run irq set dev eth0 policy local node x
 t "irq set: bad node" '[ $rc = 2 ] && same b'
+run irq set dev eth0 policy local node 7
+t "irq set: a node without a cpulist refused, nothing written" '[ $rc = 1 ] && one_line_err && haserr "node 7: no " && same b'
+fresh; snap b
 run irq set dev lo policy local
 t "irq set: virtual device refused, nothing written" '[ $rc = 1 ] && same b'
 # x86 moves an idle MSI at its next interrupt: the effective affinity stays.
@@ -102,6 +114,44 @@ t "irq set: CPUs above 31 as lists, XPS masks in 32-bit groups" '[ $rc = 0 ] && 
 run irq show dev eth0
 t "irq show: wide XPS masks read back as lists" '[ $rc = 0 ] && grep -q "^0 *33 " <<<"$out" && grep -q "^1 *39 " <<<"$out"'
 
+# ---- node N with a known numa_node: an explicit override, said so ----
+fresh
+run irq show dev eth0 node 0
+t "irq show node 0 on a node-1 NIC: overrides numa_node and says so" '[ $rc = 0 ] && has "numa_node 1 (overridden: using node 0, given)" && has "local CPUs 0-1" && has "node 0 given: it overrides the numa_node 1" && grep -q "^ *40 .* ok$" <<<"$out" && grep -q "^ *41 .*off-node" <<<"$out"'
+run -j irq show dev eth0 node 0
+t "irq show -j node 0: local_node 0, node_override true" '[ $rc = 0 ] && [ "$(jp "(d[\"numa_node\"], d[\"local_node\"], d[\"node_override\"])")" = "(1, 0, True)" ]'
+run irq set dev eth0 policy local node 0
+t "irq set local node 0 on a node-1 NIC: IRQs on node 0, the override said" '[ $rc = 0 ] && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 1 ] && [ "$(aff 43)" = 0 ] && has "overrides the numa_node 1"'
+run irq show dev eth0 node 1
+t "irq show node N equal to numa_node: no override" '[ $rc = 0 ] && ! has overrid && has "numa_node 1  local CPUs 2-3"'
+
+# ---- affinity_hint ----
+fresh
+printf '00000008\n' >"$F/proc/irq/41/affinity_hint"	# CPU 3: local
+printf '00000001\n' >"$F/proc/irq/43/affinity_hint"	# CPU 0: remote
+printf '00000000\n' >"$F/proc/irq/40/affinity_hint"	# none
+run irq show dev eth0
+t "irq show: affinity_hint column" '[ $rc = 0 ] && has " HINT " && grep -q "^ *41 .* 3  *ok$" <<<"$out" && grep -q "^ *43 .* 0  *off-node$" <<<"$out" && grep -q "^ *40 .* -  *off-node$" <<<"$out"'
+run -j irq show dev eth0
+q="'"
+t "irq show -j: affinity_hint per IRQ (null without the file, empty without a hint)" '[ $rc = 0 ] && [ "$(jp "[i[\"affinity_hint\"] for i in d[\"irqs\"]]")" = "[$q$q, ${q}3$q, None, ${q}0$q]" ]'
+run irq set dev eth0 policy local
+t "irq set: a local hint is followed, a remote one is not" '[ $rc = 0 ] && [ "$(aff 41)" = 3 ] && has "IRQ 41 (eth0-TxRx-1): 2 -> 3 (driver'"'"'s affinity_hint)" && [ "$(aff 40)" = 2 ] && [ "$(aff 43)" = 3 ] && ! grep -q "IRQ 43 .*hint" <<<"$out"'
+# A hint of two CPUs: the controller may target one of them (narrowed), which is kept.
+fresh
+printf '0000000c\n' >"$F/proc/irq/41/affinity_hint"
+rm "$F/proc/irq/41/effective_affinity_list"; echo 3 >"$F/proc/irq/41/effective_affinity_list"
+run irq set dev eth0 policy local
+t "irq set: an effective affinity narrower than written is reported, not undone" '[ $rc = 0 ] && [ "$(aff 41)" = 2-3 ] && [ "$(aff 40)" = 2 ] && has "IRQ 41 (eth0-TxRx-1): 2 -> 2-3 (driver'"'"'s affinity_hint), effective 3 (narrowed by the interrupt controller" && haserr "narrower than the CPUs written" && ! haserr restored'
+# smp_affinity_list that does not read back what was written is a real failure.
+fresh; rm "$F/proc/irq/43/smp_affinity_list"; ln -s /dev/null "$F/proc/irq/43/smp_affinity_list"
+run irq set dev eth0 policy local
+t "irq set: smp_affinity_list reading back otherwise undoes every write" '[ $rc = 1 ] && haserr "IRQ 43: wrote 2, read back" && haserr "restored" && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 2 ]'
+# /proc/interrupts unreadable: said, not silently fewer IRQs.
+fresh; rm "$F/proc/interrupts"; mkdir "$F/proc/interrupts"
+run irq show dev eth0
+t "irq show: unreadable /proc/interrupts is a warning naming what is missing" '[ $rc = 0 ] && haserr "aheadctl: warning: cannot read $F/proc/interrupts" && haserr "IRQs known only by name are missing" && ! has mlx5_comp3'
+
 # ---- irqbalance ----
 fresh
 mkdir -p "$F/proc/4242"; echo irqbalance >"$F/proc/4242/comm"
@@ -110,19 +160,91 @@ mkdir -p "$F/proc/77"; echo bash >"$F/proc/77/comm"
 run irq show dev eth0
 t "irqbalance detected; the exact --banirq ban printed for the IRQs it owns" '[ $rc = 0 ] && has "irqbalance (pid 4242) is running and will move 2 of eth0" && has "--banirq=40 --banirq=43" && ! has "--banirq=41" && ! has "--banirq=42"'
 t "irqbalance: owned IRQs marked, banned and managed ones not" 'grep -q "^ *40 .*irqbalance" <<<"$out" && ! grep -q "^ *41 .*irqbalance" <<<"$out" && ! grep -q "^ *42 .*irqbalance" <<<"$out"'
+# Ban first, then write: irqbalance can move an IRQ between a write and a ban.
+snap e0; rm -rf "$F/etc"; echo not-a-dir >"$F/etc"; snap e1
 run irq set dev eth0 policy local
-t "irq set under irqbalance: applied, and the ban printed on stderr" '[ $rc = 0 ] && haserr "--banirq=40 --banirq=43"'
+t "irq set under irqbalance: a ban that cannot be written stops before any affinity is written" '[ $rc = 1 ] && one_line_err && haserr "cannot create $F/etc/aheadctl" && same e1'
+rm -f "$F/etc"; mkdir "$F/etc"
+run -n irq set dev eth0 policy local
+t "irq set -n under irqbalance: says it would ban first, writes nothing" '[ $rc = 0 ] && has "would ban eth0 (PCI 0000:81:00.0) from irqbalance in $F/etc/aheadctl/irqbalance-policy.sh before writing" && same e0'
+run irq set dev eth0 policy local
+pol=$F/etc/aheadctl/irqbalance-policy.sh
+t "irq set under irqbalance: banned in the policy script first, applied, and the restart it needs printed" '[ $rc = 0 ] && [ "$(head -n 1 <<<"$out")" = "banned eth0 (PCI 0000:81:00.0) from irqbalance in $pol before writing" ] && grep -q "^# aheadctl-ban eth0 0000:81:00.0$" "$pol" && [ "$(aff 40)" = 2 ] && haserr "--banirq=40 --banirq=43"'
+rm -rf "$F/etc/aheadctl"
 snap e
 run -n irq ban dev eth0
 t "irq ban -n: shows the script, writes nothing" '[ $rc = 0 ] && has "# aheadctl-ban eth0" && same e && [ ! -e "$F/etc/aheadctl/irqbalance-policy.sh" ]'
 run irq ban dev eth0
-pol=$F/etc/aheadctl/irqbalance-policy.sh
 t "irq ban: policy script written, with the way to enable it" '[ $rc = 0 ] && [ -x "$pol" ] && has "IRQBALANCE_ARGS=\"--policyscript=$pol\""'
-p0=$(realpath "$F/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0")
-t "irq ban: the script bans the NIC by device path and by IRQ, nothing else" '[ "$(sh "$pol" "$p0" 12345)" = ban=true ] && [ "$(sh "$pol" /sys/devices/other 43)" = ban=true ] && [ -z "$(sh "$pol" /sys/devices/other 99)" ]'
+# The script run exactly as irqbalance runs it (classify.c: popen of
+# "exec SCRIPT PATH IRQ"; PATH is /sys/bus/pci/devices/BDF for an IRQ of a
+# PCI function, /sys for one without a sysfs device): output and status.
+irqb() { sh -c "exec $pol $1 $2"; echo "status=$?"; }
+t "irq ban: the script bans eth0's function, and its name-only IRQ by the address in its line" '[ "$(irqb /sys/bus/pci/devices/0000:81:00.0 40)" = "ban=true
+status=0" ] && [ "$(irqb /sys 43)" = "ban=true
+status=0" ]'
+t "irq ban: other devices and IRQs pass, with status 0" '[ "$(irqb /sys/bus/pci/devices/0000:00:03.0 31)" = status=0 ] && [ "$(irqb /sys 99)" = status=0 ] && [ "$(irqb /sys/bus/pci/devices/10000:81:00.0 40)" = status=0 ]'
 run irq ban dev eth1
-t "irq ban: a second device keeps the first" '[ $rc = 0 ] && [ "$(grep -c "^# aheadctl-ban " "$pol")" = 2 ] && [ "$(sh "$pol" /x 43)" = ban=true ] && [ "$(sh "$pol" /x 31)" = ban=true ]'
+t "irq ban: a second device keeps the first" '[ $rc = 0 ] && [ "$(grep -c "^# aheadctl-ban " "$pol")" = 2 ] && [ "$(irqb /sys/bus/pci/devices/0000:81:00.0 40)" = "ban=true
+status=0" ] && [ "$(irqb /sys/bus/pci/devices/0000:00:03.0 31)" = "ban=true
+status=0" ]'
+# A reboot: eth0's IRQs are now 140-143, and eth1 (another device) got 40-42.
+f0=$F/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0 f1=$F/sys/devices/pci0000:00/0000:00:03.0
+# (eth1's own entry becomes another device's, so that nothing bans eth1.)
+sed -i 's/aheadctl-ban eth1 .*/aheadctl-ban eth9 0000:00:09.0/' "$pol"
+rm "$f0"/msi_irqs/* "$f1"/msi_irqs/*
+for i in 140 141 142; do echo msix >"$f0/msi_irqs/$i"; done
+for i in 40 41 42; do echo msix >"$f1/msi_irqs/$i"; done
+sed -i 's/^ 4\([0-3]\):/14\1:/; s/^ 3\([0-2]\):\(.*\)virtio1/ 4\1:\2virtio1/' "$F/proc/interrupts"
+for i in 140 141 142 143; do mk_irq "$F" $i 0-3; done
+chmod 644 "$F/proc/irq/42/smp_affinity_list"	# eth1's now, not managed
+t "after a reboot the script bans eth0 under its new IRQ numbers" '[ "$(irqb /sys/bus/pci/devices/0000:81:00.0 140)" = "ban=true
+status=0" ] && [ "$(irqb /sys 143)" = "ban=true
+status=0" ]'
+t "after a reboot the device that inherited eth0's old IRQ numbers is not banned" '[ "$(irqb /sys/bus/pci/devices/0000:00:03.0 40)" = status=0 ] && [ "$(irqb /sys/bus/pci/devices/0000:00:03.0 41)" = status=0 ]'
 printf '/usr/sbin/irqbalance\0--policyscript=%s\0' "$pol" >"$F/proc/4242/cmdline"
 run irq show dev eth0
-t "irqbalance with our policy script: all of eth0's IRQs banned" '[ $rc = 0 ] && has "all of eth0'"'"'s IRQs are banned" && ! grep -q "^ *4[0-3] .*irqbalance" <<<"$out"'
+t "irqbalance with our policy script after a reboot: eth0's new IRQs banned" '[ $rc = 0 ] && has "all of eth0'"'"'s IRQs are banned" && grep -q "^ *143  mlx5_comp3" <<<"$out"'
+run irq show dev eth1
+t "irqbalance with our policy script after a reboot: eth1 on eth0's old numbers is not banned" '[ $rc = 0 ] && has "will move 3 of eth1" && grep -q "^ *40 .*irqbalance" <<<"$out"'
 
+# ---- storage-node scale: 64, 128 and 256 CPUs (mkbig.py, generated here) ----
+# ens1f0np0: mlx5 on node 1, IRQ 200 async, 201-263 comp0-62 (232-263 only
+# named in /proc/interrupts), hints from cpumask_local_spread; 63 tx queues.
+for ncpu in 64 128 256; do
+	B=$tmp/big$ncpu; rm -rf "$B"; python3 "$here/mkbig.py" irq "$B" $ncpu; use "$B"
+	n1=$(cat "$B/sys/devices/system/node/node1/cpulist")
+	run irq show dev ens1f0np0
+	t "$ncpu CPUs: /proc/interrupts of $(($(wc -c <"$B/proc/interrupts") / 1024)) KiB read, every IRQ of the NIC named, the name-only ones found" '[ $rc = 0 ] && [ "$(grep -c "^ *2[0-6][0-9]  mlx5_" <<<"$out")" = 64 ] && grep -q "^ *200  mlx5_async0@pci:0000:81:00.0 " <<<"$out" && grep -q "^ *263  mlx5_comp62@pci:0000:81:00.0 " <<<"$out" && has "local CPUs $n1"'
+	run -j irq show dev ens1f0np0
+	t "$ncpu CPUs: irq show -j, 64 IRQs, comp0 hinted to node 1's first CPU, 126 queues" '[ $rc = 0 ] && [ "$(jp "len(d[\"irqs\"])")" = 64 ] && [ "$(jp "d[\"irqs\"][1][\"affinity_hint\"]")" = 16 ] && [ "$(jp "all(i[\"name\"] and i[\"off_node\"] for i in d[\"irqs\"])")" = True ] && [ "$(jp "len(d[\"queues\"])")" = 126 ]'
+	run doctor --skip-bw
+	t "$ncpu CPUs: doctor counts all 64 off-node IRQs" '[ $rc = 1 ] && has "ens1f0np0: 64 IRQs (200,201," && has ",263) run off the NIC'"'"'s node 1 (CPUs $n1)"'
+	run -j irq set dev ens1f0np0 policy local xps
+	t "$ncpu CPUs: irq set local xps: every IRQ on node 1, hints kept, tx-N on compN's CPU" '[ $rc = 0 ] && python3 -c "
+import json, sys
+d = json.loads(sys.argv[1]); b = sys.argv[2]
+def cpus(l):
+    s = set()
+    for r in l.split(\",\"):
+        a, _, z = r.partition(\"-\"); s |= set(range(int(a), int(z or a) + 1))
+    return s
+n1 = cpus(open(b + \"/sys/devices/system/node/node1/cpulist\").read().strip())
+aff = {i[\"irq\"]: cpus(open(b + \"/proc/irq/%d/smp_affinity_list\" % i[\"irq\"]).read().strip()) for i in d[\"irqs\"]}
+assert len(aff) == 64 and all(a <= n1 and len(a) == 1 for a in aff.values()), aff
+hinted = [i[\"irq\"] for i in d[\"irqs\"] if i[\"hint_followed\"]]
+assert hinted == list(range(201, 233)), hinted
+for x in d[\"xps\"]:
+    q = x[\"queue\"]
+    assert x[\"irq\"] == 201 + q and x[\"how\"] == \"by name\", x
+    m = open(b + \"/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0/net/ens1f0np0/queues/tx-%d/xps_cpus\" % q).read().strip()
+    assert {c for c in range(4096) if int(m.replace(\",\", \"\"), 16) >> c & 1} == aff[201 + q], (q, m)
+assert len(d[\"xps\"]) == 63
+" "$out" "$B"'
+	run irq show dev nvme1n1
+	t "$ncpu CPUs: an NVMe drive's managed queue IRQs" '[ $rc = 0 ] && [ "$(grep -c "managed$" <<<"$out")" = $((ncpu / 2)) ] && grep -q "nvme1q0 .*off-node$" <<<"$out"'
+	run doctor --skip-bw
+	t "$ncpu CPUs: doctor after the set finds nothing" '[ $rc = 0 ] && has "0 findings"'
+	rm -rf "$B"
+done
+use "$F"

@@ -18,6 +18,33 @@ run fs show
 t "fs show: no aheadfs mounts said so" '[ $rc = 0 ] && has "no aheadfs mounts"'
 run -j fs show
 t "fs show -j: no mounts is an empty array" '[ $rc = 0 ] && [ "$out" = "[]" ]'
+# A node running containers: a ~2 MB mountinfo, the aheadfs mounts among
+# thousands of overlay mounts (procfs reports st_size 0: read it all).
+fresh; python3 "$here/mkbig.py" mountinfo "$F/proc/self/mountinfo"
+run fs show
+t "fs show: a $(($(wc -c <"$F/proc/self/mountinfo") / 1024)) KiB mountinfo read whole, both aheadfs mounts among the overlays" '[ $rc = 0 ] && has "/mnt/ahead  dev 0:58  lower /srv/a" && has "/mnt/slow one  dev 0:59" && ! has overlay'
+run fs set /mnt/slow\ one window_kb=32768
+t "fs set: a mount found in a big mountinfo" '[ $rc = 0 ] && [ "$(cat "$F/sys/fs/aheadfs/0:59/window_kb")" = 32768 ]'
+run doctor --skip-bw
+t "doctor: the aheadfs checks run on a big mountinfo" 'has "/mnt/slow one: 7 of 100 reads" && ! has "cannot read"'
+truncate -s 65M "$F/proc/self/mountinfo"
+run fs show
+t "fs show: a mountinfo of 64 MiB or more refused with one clear message" '[ $rc = 1 ] && one_line_err && haserr "self/mountinfo: File too large (aheadctl reads files up to 64 MiB)"'
+run doctor --skip-bw
+t "doctor: an unreadable mountinfo is a finding, not a silent skip" '[ $rc = 1 ] && has "FINDING [fs] cannot read $F/proc/self/mountinfo: File too large" && has "no aheadfs mount was checked"'
+rm "$F/proc/self/mountinfo"
+run -j doctor --skip-bw
+t "doctor -j: a missing mountinfo is a finding too" '[ $rc = 1 ] && json_ok && [ "$(jp "[f[\"area\"] for f in d[\"findings\"] if \"mountinfo\" in f[\"finding\"]]")" = "['"'"'fs'"'"']" ]'
+fresh; rm "$F/sys/fs/aheadfs/0:58/window_kb"
+run doctor --skip-bw
+t "doctor: an unreadable tunable is said, not skipped" 'has "FINDING [fs] /mnt/ahead: $F/sys/fs/aheadfs/0:58/window_kb unreadable"'
+fresh; rm "$F/proc/interrupts"
+run doctor --skip-bw
+t "doctor: an unreadable /proc/interrupts is a finding" '[ $rc = 1 ] && has "FINDING [irq] cannot read $F/proc/interrupts" && [ "$(grep -c "cannot read $F/proc/interrupts" <<<"$out")" = 1 ]'
+fresh; rm "$F/sys/devices/system/node/node1/cpulist"
+run doctor --skip-bw
+t "doctor: a NIC that cannot be loaded is said, lo (virtual) is not" '[ $rc = 1 ] && has "FINDING [irq] eth0: not checked: node 1: no " && ! has "lo: not checked"'
+
 fresh; snap f
 run -n fs set /mnt/ahead txn_kb=4096
 t "fs set -n: nothing written" '[ $rc = 0 ] && has "would set /mnt/ahead: txn_kb 8192 -> 4096" && same f'

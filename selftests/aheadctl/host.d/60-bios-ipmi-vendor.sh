@@ -3,14 +3,19 @@
 if command -v ipmi_sim >/dev/null && command -v ipmitool >/dev/null; then
 	port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	mkdir -p "$tmp/ipmi/state"
+	# ipmi_sim's chassis control: power kept in a file.  A soft shutdown
+	# ("shutdown 1") powers off, as an OS does once it has stopped, unless
+	# os-hangs exists (an OS that ignores the ACPI request).
 	cat >"$tmp/ipmi/chassis" <<CH
 #!/bin/sh
-# ipmi_sim chassis control: DEVICE get|set PARM [VAL]...; power kept in a file.
 echo "\$*" >>"$tmp/ipmi/chassis.log"
 dev=\$1; op=\$2; shift 2
 case \$op in
 get) for p in "\$@"; do [ "\$p" = power ] && echo "power:\$(cat "$tmp/ipmi/power" 2>/dev/null || echo 1)"; done ;;
-set) while [ \$# -ge 2 ]; do [ "\$1" = power ] && echo "\$2" >"$tmp/ipmi/power"; shift 2; done ;;
+set) while [ \$# -ge 2 ]; do
+	[ "\$1" = power ] && echo "\$2" >"$tmp/ipmi/power"
+	[ "\$1" = shutdown ] && [ ! -e "$tmp/ipmi/os-hangs" ] && echo 0 >"$tmp/ipmi/power"
+	shift 2; done ;;
 esac
 exit 0
 CH
@@ -38,35 +43,136 @@ LC
 	# ipmi_sim 2.0.33 has no cipher suite 17 (ipmitool's default): use 3.
 	export AHEADCTL_IPMI_CIPHER=3
 	IP="127.0.0.1:$port"
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run bios show --via ipmi --bmc "$IP"
+	clog() { tail -n +$(($1 + 1)) "$tmp/ipmi/chassis.log" 2>/dev/null; }
+	cmark() { cat "$tmp/ipmi/chassis.log" 2>/dev/null | wc -l; }
+	ipmi() { AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run "$@"; }
+	# The password reaches real ipmitool through the pipe (-f /dev/fd/N).
+	ipmi bios show --via ipmi --bmc "$IP"
 	t "ipmi: board identified through ipmi_sim" '[ $rc = 0 ] && has "board: Dell Inc. (IANA 674), product 291 (0x0123)" && has "not readable over IPMI"'
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run -j bios show --via ipmi --bmc "$IP"
+	ipmi -j bios show --via ipmi --bmc "$IP"
 	t "ipmi -j: valid JSON" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"manufacturer_id\"]")" = 674 ] && [ "$(jp "d[\"power\"]")" = on ]'
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run -n bios power-cycle --via ipmi --bmc "$IP"
-	t "ipmi -n power-cycle: the command shown, no password in it, nothing sent" '[ $rc = 0 ] && has "would run: ipmitool -I lanplus -H 127.0.0.1 -p $port -C 3 -U admin -E" && has "chassis power cycle" && ! has s3cret && ! grep -q "set power" "$tmp/ipmi/chassis.log" 2>/dev/null'
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run --yes bios power-cycle --via ipmi --bmc "$IP"
-	t "ipmi power-cycle reaches the chassis" '[ $rc = 0 ] && grep -q "set power 0" "$tmp/ipmi/chassis.log"'
+	m=$(cmark); ipmi -n bios power-cycle --via ipmi --bmc "$IP"
+	t "ipmi -n power-cycle: graceful steps shown, no password in them, nothing sent" '[ $rc = 0 ] && has "would run: ipmitool -I lanplus -H 127.0.0.1 -p $port -C 3 -U admin -f <pipe> -N 3 -R 2 chassis power soft" && has "chassis power on" && ! has "power cycle" && ! has s3cret && ! clog $m | grep -q "^0x20 set"'
+	m=$(cmark); ipmi --yes bios power-cycle --via ipmi --bmc "$IP"
+	t "ipmi power-cycle: soft shutdown, off, then power on" '[ $rc = 0 ] && [ "$(clog $m | grep "^0x20 set" | tr "\n" "|")" = "0x20 set shutdown 1|0x20 set power 1|" ] && has "graceful restart through IPMI: chassis power soft, wait for off, chassis power on"'
+	m=$(cmark); ipmi -j --yes bios power-cycle --via ipmi --bmc "$IP"
+	t "ipmi -j power-cycle: one JSON document with the reset" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"reset\"][\"via\"], d[\"reset\"][\"graceful\"], d[\"reset\"][\"requested\"]")" = "ipmi True True" ] && clog $m | grep -q "set shutdown 1"'
+	touch "$tmp/ipmi/os-hangs"; m=$(cmark); start=$SECONDS
+	ipmi --yes bios power-cycle --via ipmi --bmc "$IP" --wait 2
+	t "ipmi: an OS that does not shut down: clear error after --wait, never powered on or cut" '[ $rc = 1 ] && haserr "still on 2 s after the soft (ACPI) shutdown request" && haserr "--force" && [ "$(clog $m | grep "^0x20 set" | tr "\n" "|")" = "0x20 set shutdown 1|" ] && [ $((SECONDS - start)) -lt 30 ]'
+	rm -f "$tmp/ipmi/os-hangs"; m=$(cmark)
+	ipmi --yes bios power-cycle --via ipmi --bmc "$IP" --force
+	t "ipmi power-cycle --force: a hard power cycle, said so" '[ $rc = 0 ] && clog $m | grep -q "^0x20 set power 0" && ! clog $m | grep -q shutdown && has "hard (--force) restart through IPMI: chassis power cycle"'
+	# ipmi_sim powers back on a moment after a cycle: wait for it before
+	# switching the system off for the next test.
+	for _ in $(seq 100); do clog $m | grep -q "^0x20 set power 1" && break; sleep 0.05; done
+	echo 0 >"$tmp/ipmi/power"; m=$(cmark)
+	ipmi --yes bios power-cycle --via ipmi --bmc "$IP"
+	t "ipmi power-cycle of a system that is off: power on only" '[ $rc = 0 ] && [ "$(clog $m | grep "^0x20 set" | tr "\n" "|")" = "0x20 set power 1|" ] && has "power on (the system was off)"'
 	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=wrong run bios show --via ipmi --bmc "$IP"
-	t "ipmi: wrong password fails with one message" '[ $rc = 1 ] && haserr "ipmitool mc failed"'
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run --yes bios set snoop-mode home --via ipmi --bmc "$IP"
+	t "ipmi: wrong password fails with one message" '[ $rc = 1 ] && haserr "aheadctl: ipmitool mc info failed"'
+	ipmi --yes bios set snoop-mode home --via ipmi --bmc "$IP"
 	t "ipmi: bios set refused (no standard command)" '[ $rc = 1 ] && haserr "IPMI has no standard command"'
-	AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret run bios power-cycle --via ipmi --bmc "$IP"
+	ipmi bios power-cycle --via ipmi --bmc "$IP"
 	t "ipmi: power-cycle without --yes refused" '[ $rc = 2 ] && haserr "add --yes"'
 	run bios power-cycle --via racadm
 	t "bios power-cycle via a vendor tool refused" '[ $rc = 2 ]'
+	# A BMC that never answers: a UDP port bound by a process that never reads.
+	python3 -c 'import os, signal, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
+open(sys.argv[1] + ".tmp", "w").write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1]); signal.pause()' "$tmp/ipmi/mute.port" &
+	pids+=($!)
+	for _ in $(seq 100); do [ -s "$tmp/ipmi/mute.port" ] && break; sleep 0.05; done
+	start=$SECONDS
+	ipmi bios show --via ipmi --bmc "127.0.0.1:$(cat "$tmp/ipmi/mute.port")"
+	t "ipmi: a BMC that never answers: one clear error within ipmitool's retries" '[ $rc = 1 ] && haserr "aheadctl: ipmitool mc info failed (exit 1) talking to 127.0.0.1" && [ $((SECONDS - start)) -lt 60 ]'
 else
-	skip "ipmi" "ipmi_sim or ipmitool missing (Debian openipmi, ipmitool)"
+	fail "ipmi: ipmi_sim or ipmitool missing (Debian openipmi, ipmitool)"
 fi
+
+# ---- bios: IPMI addresses, through -n ----
+ipmin() { AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret AHEADCTL_IPMI_CIPHER= run -n bios power-cycle --via ipmi --bmc "$@"; }
+ipmin '[fe80::1]:623'
+t "ipmi: [IPv6]:port is -H without brackets and -p" '[ $rc = 0 ] && has "-H fe80::1 -p 623 -U admin"'
+ipmin '[fe80::1]'
+t "ipmi: [IPv6] without a port" '[ $rc = 0 ] && has "-H fe80::1 -U admin"'
+ipmin 'fe80::1'
+t "ipmi: a bare IPv6 address is one host" '[ $rc = 0 ] && has "-H fe80::1 -U admin"'
+ipmin 'bmc.example:6230'
+t "ipmi: name:port" '[ $rc = 0 ] && has "-H bmc.example -p 6230 -U admin"'
+ipmin 'ipmi://127.0.0.2:623/'
+t "ipmi: scheme and path dropped" '[ $rc = 0 ] && has "-H 127.0.0.2 -p 623 -U admin"'
+for bad in '[fe80::1' '[fe80::1]x' 'bmc:0' 'bmc:x' 'bmc:' '[]:623'; do
+	ipmin "$bad"
+	t "ipmi: bad address '$bad' refused" '[ $rc = 2 ] && haserr "aheadctl: --bmc" && [ -z "$out" ]'
+done
+AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=123456789012345678901 run -n bios power-cycle --via ipmi --bmc 127.0.0.2
+t "ipmi: a password over 20 bytes refused, not echoed" '[ $rc = 2 ] && haserr "at most 20 bytes; this one has 21" && ! grep -q 1234567 <<<"$err"'
+
+# ---- bios: no secret reaches a child: fake tools dump what they get ----
+fk=$tmp/fake; mkdir -p "$fk/bin"
+cat >"$fk/bin/ipmitool" <<'FAKE'
+#!/bin/sh
+# Records argv, env and the -f file; plays a chassis that powers off on soft.
+d=$(dirname "$0")/..
+printf '%s\n' "$*" >>"$d/ipmitool.argv"
+env >>"$d/ipmitool.env"
+while [ $# -gt 0 ]; do [ "$1" = -f ] && { cat "$2" >"$d/ipmitool.pwfile"; }; shift; done
+st=$(cat "$d/power" 2>/dev/null || echo on)
+last=$(sed -n '$p' "$d/ipmitool.argv")
+case "$last" in
+*"power status") echo "Chassis Power is $st" ;;
+*"power soft") echo off >"$d/power"; echo "Chassis Power Control: Soft" ;;
+*"power on") echo on >"$d/power"; echo "Chassis Power Control: Up/On" ;;
+*"power cycle") echo "Chassis Power Control: Cycle" ;;
+esac
+FAKE
+cat >"$fk/bin/racadm" <<'FAKE'
+#!/bin/sh
+d=$(dirname "$0")/..
+printf '%s\n' "$*" >>"$d/racadm.argv"
+env >>"$d/racadm.env"
+[ "$1" = get ] && echo "SnoopMode=EarlySnoop"
+exit 0
+FAKE
+cp "$fk/bin/racadm" "$fk/bin/syscfg"
+chmod +x "$fk/bin/"*
+fake() { rm -f "$fk"/*.argv "$fk"/*.env "$fk"/*.pwfile "$fk/power"; out=$(env PATH="$fk/bin:$PATH" CANARY=1 "$@" 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err"); }
+fake env AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret IPMI_PASSWORD=s3cret "$A" --yes bios power-cycle --via ipmi --bmc 127.0.0.2:623
+t "ipmitool gets the password through its -f pipe, exactly" '[ $rc = 0 ] && [ "$(cat "$fk/ipmitool.pwfile")" = s3cret ] && grep -q -- "-f /dev/fd/[0-9]" "$fk/ipmitool.argv"'
+t "ipmitool's environment and argv hold no secret" '[ -s "$fk/ipmitool.env" ] && ! grep -q s3cret "$fk/ipmitool.env" "$fk/ipmitool.argv" && ! grep -q "^IPMI_PASSWORD=\|^AHEADCTL_BMC_PASSWORD=" "$fk/ipmitool.env" && grep -q "^CANARY=1$" "$fk/ipmitool.env"'
+t "ipmitool (fake): soft, status polled, on" '[ "$(grep -o "chassis power [a-z]*" "$fk/ipmitool.argv" | tr "\n" "|")" = "chassis power status|chassis power soft|chassis power status|chassis power on|" ]'
+fake env AHEADCTL_BMC_USER=admin 'AHEADCTL_BMC_PASSWORD=pass word ' "$A" --yes bios power-cycle --via ipmi --bmc 127.0.0.2 --force
+t "a password with blanks (which -f would cut) goes in IPMI_PASSWORD of ipmitool only" '[ $rc = 0 ] && grep -q -- "-U admin -E " "$fk/ipmitool.argv" && grep -qx "IPMI_PASSWORD=pass word " "$fk/ipmitool.env" && ! grep -q "^AHEADCTL_BMC_PASSWORD=" "$fk/ipmitool.env" && ! grep -q "pass word" "$fk/ipmitool.argv"'
+fake env AHEADCTL_BMC_PASSWORD=s3cret IPMI_PASSWORD=s3cret "$A" --yes bios set snoop-mode home --via racadm
+t "a vendor tool's environment holds no secret" '[ $rc = 0 ] && [ -s "$fk/racadm.env" ] && ! grep -q s3cret "$fk/racadm.env" && grep -q "^CANARY=1$" "$fk/racadm.env"'
+t "racadm: get, set, then the BIOS job without a reboot" '[ "$(tr "\n" "|" <"$fk/racadm.argv")" = "get BIOS.MemSettings.SnoopMode|set BIOS.MemSettings.SnoopMode HomeSnoop|jobqueue create BIOS.Setup.1-1|" ] && has "pending"'
+fake "$A" -j bios show --via racadm
+t "racadm -j show: one JSON document with the tool's output" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"via\"], d[\"commands\"][0][\"command\"], d[\"commands\"][0][\"exit\"], d[\"commands\"][0][\"output\"].strip()")" = "racadm racadm get BIOS.MemSettings.SnoopMode 0 SnoopMode=EarlySnoop" ]'
+fake "$A" -j --yes bios set snoop-mode home --via racadm --reboot
+t "racadm -j set --reboot: one JSON document, graceful job" '[ $rc = 0 ] && json_ok && [ "$(jp "len(d[\"commands\"]), d[\"commands\"][2][\"command\"], d[\"reset\"][\"graceful\"], d[\"reset\"][\"requested\"], d[\"pending\"]")" = "3 racadm jobqueue create BIOS.Setup.1-1 -r graceful -s TIME_NOW True True False" ]'
+fake "$A" -j -n bios set snoop-mode home --via racadm --reboot --force
+t "racadm -j -n set --reboot --force: what would run, nothing run" '[ $rc = 0 ] && json_ok && [ ! -e "$fk/racadm.argv" ] && [ "$(jp "d[\"dry_run\"], d[\"commands\"][2][\"command\"], d[\"commands\"][2][\"run\"], d[\"reset\"][\"graceful\"]")" = "True racadm jobqueue create BIOS.Setup.1-1 -r pwrcycle -s TIME_NOW False False" ]'
+fake env AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret "$A" -j --yes bios set snoop-mode home --via syscfg --reboot --bmc 127.0.0.2
+t "syscfg -j set --reboot: the IPMI graceful restart in the one JSON document" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"via\"], d[\"reset\"][\"via\"], d[\"reset\"][\"graceful\"], d[\"pending\"]")" = "syscfg ipmi True False" ] && ! grep -q s3cret "$fk/syscfg.env" "$fk/ipmitool.env"'
 
 # ---- bios: vendor tools through their dry-run command lines ----
 run -n bios set snoop-mode home --via racadm --reboot
-t "racadm -n: get, set, job with power cycle" '[ $rc = 0 ] && [ "$out" = "would run: racadm get BIOS.MemSettings.SnoopMode
+t "racadm -n --reboot: get, set, job with a graceful reboot" '[ $rc = 0 ] && [ "$out" = "would run: racadm get BIOS.MemSettings.SnoopMode
 would run: racadm set BIOS.MemSettings.SnoopMode HomeSnoop
-would run: racadm jobqueue create BIOS.Setup.1-1 -r pwrcycle -s TIME_NOW" ]'
+would run: racadm jobqueue create BIOS.Setup.1-1 -r graceful -s TIME_NOW
+would request a graceful restart through racadm" ]'
+run -n bios set snoop-mode home --via racadm --reboot --force
+t "racadm -n --reboot --force: job with a power cycle" '[ $rc = 0 ] && has "would run: racadm jobqueue create BIOS.Setup.1-1 -r pwrcycle -s TIME_NOW" && has "hard (--force)"'
 run -n bios set snoop-mode cod --via racadm
-t "racadm -n without --reboot: job queued, pending" '[ $rc = 0 ] && has "racadm set BIOS.MemSettings.SnoopMode ClusterOnDie" && has "would run: racadm jobqueue create BIOS.Setup.1-1" && ! has pwrcycle && has "pending"'
+t "racadm -n without --reboot: job queued, pending" '[ $rc = 0 ] && has "racadm set BIOS.MemSettings.SnoopMode ClusterOnDie" && has "would run: racadm jobqueue create BIOS.Setup.1-1" && ! has " -r " && has "pending"'
+run -n bios set snoop-mode early --via ilorest --reboot --force
+t "ilorest -n --reboot --force: early is Standard, commit, ForceRestart" '[ $rc = 0 ] && has "would run: ilorest set QpiSnoopConfig=Standard --selector Bios. --commit" && has "would run: ilorest reboot ForceRestart"'
 run -n bios set snoop-mode early --via ilorest --reboot
-t "ilorest -n: early is Standard, commit, reboot" '[ $rc = 0 ] && has "would run: ilorest set QpiSnoopConfig=Standard --selector Bios. --commit" && has "would run: ilorest reboot"'
+t "ilorest --reboot without --force or a BMC: refused (its reboot is hard)" '[ $rc = 2 ] && haserr "ilorest reboot only does hard resets" && [ -z "$out" ]'
+AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=x run -n bios set snoop-mode early --via ilorest --reboot --bmc 127.0.0.2
+t "ilorest --reboot with a BMC: the graceful IPMI restart" '[ $rc = 0 ] && has "chassis power soft" && ! has "ilorest reboot"'
 run -n bios set snoop-mode osb --via ilorest
 t "ilorest: no OSB, refused" '[ $rc = 1 ] && haserr "no '"'"'osb'"'"' snoop mode"'
 run -n bios set snoop-mode home --via onecli
@@ -75,12 +181,16 @@ run -n bios set snoop-mode home --via syscfg
 t "syscfg -n" '[ $rc = 0 ] && has "would run: syscfg /bcs \"\" \"Snoop Mode\" \"Home Snoop\""'
 run -n bios set snoop-mode home --via onecli --reboot
 t "onecli --reboot without a BMC for IPMI refused" '[ $rc = 2 ] && haserr "needs --bmc"'
-AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=x run -n bios set snoop-mode home --via syscfg --reboot --bmc 127.0.0.1:9
-t "syscfg --reboot: IPMI power cycle shown" '[ $rc = 0 ] && has "would run: ipmitool" && has "chassis power cycle"'
+AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=x run -n bios set snoop-mode home --via syscfg --reboot --bmc 127.0.0.2:9
+t "syscfg --reboot: the graceful IPMI restart shown" '[ $rc = 0 ] && has "would run: ipmitool" && has "chassis power soft" && has "chassis power on" && ! has "power cycle"'
+AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=x run -n bios set snoop-mode home --via syscfg --reboot --force --bmc 127.0.0.2:9
+t "syscfg --reboot --force: the IPMI power cycle shown" '[ $rc = 0 ] && has "chassis power cycle" && ! has "power soft"'
 run -n bios set snoop-mode home --via sum
 t "sum: set refused with the manual steps" '[ $rc = 1 ] && haserr "sum -c ChangeBiosCfg"'
 run -n bios show --via sum
 t "sum -n show" '[ $rc = 0 ] && has "would run: sum -c GetCurrentBiosCfg"'
+run -j -n bios show --via sum
+t "sum -j -n show: one JSON document" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"dry_run\"], d[\"commands\"][0][\"run\"]")" = "True False" ]'
 out=$(PATH=/nonexistent "$A" bios show --via racadm 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
 t "racadm not installed: one message" '[ $rc = 1 ] && [ "$err" = "aheadctl: racadm is not installed (not in PATH)" ]'
 out=$(PATH=/nonexistent "$A" --yes bios set snoop-mode home --via racadm 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
