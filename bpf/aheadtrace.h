@@ -79,6 +79,16 @@ struct at_prefetch_args {
 	__u64 dev;
 };
 
+struct at_window_args {
+	__u64 ino;
+	__s64 pos;		/* the request that changed the window */
+	__u64 window;		/* the stream's window now, bytes */
+	__u64 target;		/* rate x latency x 2, bytes (0: unmeasured) */
+	__u64 rate;		/* the reader's, bytes per second */
+	__u64 latency_ns;	/* a chunk's, submission to completion */
+	__u64 dev;
+};
+
 struct at_copy_args {
 	__u64 ino_in;
 	__s64 pos_in;

@@ -138,6 +138,11 @@ struct aheadfs_sb_info {
 	/* Gauges, updated by prefetch.c. */
 	atomic64_t window_cur;
 	atomic64_t window_peak;
+	/* The last window sized by a stream, and its measurements. */
+	u64 window_last;		/* bytes */
+	u64 window_target;		/* rate x latency x headroom, bytes */
+	u64 window_rate;		/* the reader's, bytes per second */
+	u64 window_latency_ns;		/* a chunk's, submission to completion */
 };
 
 /* Per-inode state: the VFS inode wraps exactly one lower inode. */
@@ -324,8 +329,20 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr);
 int aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
+/* A request the window planned, for aheadfs_prefetch_done(). */
+struct aheadfs_pf_ticket {
+	u64 t0;		/* when it was planned (ns; 0: not planned) */
+	u64 t_own;	/* when the reader submitted its own absent bytes */
+	u32 gen;
+	int stream;
+};
+
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait, struct aheadfs_presence *meter);
+			      bool nowait, struct aheadfs_presence *meter,
+			      struct aheadfs_pf_ticket *tk);
+void aheadfs_prefetch_done(struct file *file,
+			   const struct aheadfs_pf_ticket *tk,
+			   const struct aheadfs_presence *pr);
 int aheadfs_prefetch_init(void);
 void aheadfs_prefetch_exit(void);
 

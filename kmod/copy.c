@@ -95,30 +95,33 @@ static ssize_t copy_txn(struct file *lin, loff_t *in, struct file *lout,
  * Announce a transaction of the source to the prefetcher and meter what the
  * lower page cache held of it, as the read scheduler does for a read: the
  * copy is a reader too, and its uncached tails and waits are counted.
+ * What it found goes to @pr, for aheadfs_prefetch_done() after the copy.
  */
 static void meter_txn(struct file *file_in, struct file *lin, loff_t pos,
-		      size_t n)
+		      size_t n, struct aheadfs_presence *pr,
+		      struct aheadfs_pf_ticket *tk)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file_in)->i_sb);
-	struct aheadfs_presence pr = {};
 	loff_t isize;
 
+	*pr = (struct aheadfs_presence){};
+	tk->t0 = 0;
 	/* As for reads: direct I/O bypasses the page cache. */
 	if (lin->f_flags & O_DIRECT)
 		return;
-	if (!aheadfs_prefetch_request(file_in, pos, n, false, &pr)) {
+	if (!aheadfs_prefetch_request(file_in, pos, n, false, pr, tk)) {
 		isize = i_size_read(file_inode(lin));
 		if (pos >= isize)
 			return;
 		aheadfs_cache_presence(lin->f_mapping, pos,
-				       min_t(u64, n, isize - pos), &pr);
+				       min_t(u64, n, isize - pos), pr);
 	}
-	if (pr.absent) {
+	if (pr->absent) {
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_absent_txns);
-		if ((pr.present || pr.inflight) && !pr.hole_first)
+		if ((pr->present || pr->inflight) && !pr->hole_first)
 			aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_uncached_tails);
 	}
-	if (pr.absent || pr.inflight)
+	if (pr->absent || pr->inflight)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_wait_txns);
 }
 
@@ -137,6 +140,8 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file_in)->i_sb);
 	struct file *lin = aheadfs_lower_file(file_in);
 	struct file *lout = aheadfs_lower_file(file_out);
+	struct aheadfs_presence pr;
+	struct aheadfs_pf_ticket tk;
 	bool sparse = !((lin->f_flags | lout->f_flags) & O_DIRECT);
 	size_t txn = aheadfs_txn_size(sbi);
 	loff_t end = pos_in + len, start = pos_in;
@@ -159,8 +164,10 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 			n = min_t(u64, txn, end - in);
 		}
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_txns);
-		meter_txn(file_in, lin, in, n);
+		meter_txn(file_in, lin, in, n, &pr, &tk);
 		w = copy_txn(lin, &in, lout, &out, n);
+		if (w > 0)
+			aheadfs_prefetch_done(file_in, &tk, &pr);
 		if (w <= 0) {
 			ret = w;
 			break;

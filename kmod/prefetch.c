@@ -292,19 +292,25 @@ static void pf_work_fn(struct work_struct *work)
 
 /*
  * The part of the reader's own request that is not in the page cache (from
- * its first absent page; pages already cached are skipped), read as one
- * request before the reader waits on it: the lower file (random
- * access, see lower_readahead()) would read it in pieces of its maximum I/O
- * size, waiting for each before asking for the next.
+ * its first absent page; pages already cached are skipped), submitted in
+ * transactions of @txn before the reader waits on it: the lower file
+ * (random access, see lower_readahead()) would read it in pieces of its
+ * maximum I/O size, waiting for each before asking for the next.
  */
-static void issue_demand(struct file *file, struct file *lower, u64 pos,
-			 u64 end)
+static void issue_demand(struct file *file, struct file *lower, u64 start,
+			 u64 end, u64 txn)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	u64 pos, len;
 
-	read_ahead(lower, pos, end - pos);
-	aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_demand_chunks);
-	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_demand_bytes, end - pos);
+	for (pos = start; pos < end; pos += len) {
+		len = min(end - pos, txn);
+		read_ahead(lower, pos, len);
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_demand_chunks);
+		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_demand_bytes, len);
+		if (fatal_signal_pending(current))
+			break;
+	}
 }
 
 static bool stream_busy(struct aheadfs_pf_state *pf, int i, u64 limit)
@@ -346,6 +352,49 @@ static void issue_next(struct file *file, struct file *lower,
 	}
 }
 
+/* A stream's window changed: the mount's gauges and the tracepoint. */
+static void window_sized(struct file *file, struct aheadfs_pf_state *pf,
+			 const struct aheadfs_pf_plan *plan, u64 pos)
+{
+	struct super_block *sb = file_inode(file)->i_sb;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	u64 rate = 0, lat = 0;
+
+	if (plan->stream >= 0) {
+		spin_lock(&pf->lock);
+		rate = pf->w.s[plan->stream].rate;
+		lat = pf->w.s[plan->stream].lat;
+		spin_unlock(&pf->lock);
+	}
+	WRITE_ONCE(sbi->window_last, plan->win);
+	WRITE_ONCE(sbi->window_target, plan->target);
+	WRITE_ONCE(sbi->window_rate, rate);
+	WRITE_ONCE(sbi->window_latency_ns, lat);
+	trace_aheadfs_window(file_inode(file)->i_ino, pos, plan->win,
+			     plan->target, rate, lat, sb->s_dev);
+}
+
+/*
+ * The request of @tk has been read.  If it waited for the device, the
+ * window learns it: the latency of its own bytes, which it submitted
+ * itself, or a stall on bytes the window submitted too late.
+ */
+void aheadfs_prefetch_done(struct file *file,
+			   const struct aheadfs_pf_ticket *tk,
+			   const struct aheadfs_presence *pr)
+{
+	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
+	u64 t1;
+
+	if (!pf || !tk || !tk->t0 || !(pr->absent || pr->inflight))
+		return;
+	t1 = ktime_get_ns();
+	spin_lock(&pf->lock);
+	aheadfs_stream_waited(&pf->w, tk->stream, tk->gen, tk->t0, t1,
+			      tk->t_own, pr->absent != 0);
+	spin_unlock(&pf->lock);
+}
+
 int aheadfs_prefetch_init(void)
 {
 	aheadfs_pf_wq = alloc_workqueue("aheadfs_pf", WQ_UNBOUND, 0);
@@ -365,7 +414,8 @@ void aheadfs_prefetch_exit(void)
  * what the window had ready; returns whether it metered them.
  */
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait, struct aheadfs_presence *meter)
+			      bool nowait, struct aheadfs_presence *meter,
+			      struct aheadfs_pf_ticket *tk)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
 	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
@@ -376,6 +426,8 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	struct aheadfs_pf_req rq;
 	loff_t isize;
 
+	if (tk)
+		*tk = (struct aheadfs_pf_ticket){ .stream = -1 };
 	if (!pf || !count || pos < 0)
 		return false;
 	lower_readahead(lower, pf, mode != AHEADFS_PF_KERNEL);
@@ -396,13 +448,21 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		.win_cap = (u64)READ_ONCE(sbi->window_kb) << 10,
 		.legacy = mode == AHEADFS_PF_LEGACY,
 	};
-	if (!rq.legacy)
+	if (!rq.legacy) {
 		rq.mem_room = mem_room(sbi);
+		rq.now = ktime_get_ns();
+	}
 	spin_lock(&pf->lock);
 	aheadfs_window_plan(&pf->w, &rq, &plan);
 	spin_unlock(&pf->lock);
 
 	window_gauge(sbi, plan.win_delta);
+	if (plan.resized)
+		window_sized(file, pf, &plan, rq.pos);
+	if (tk && plan.stream >= 0)
+		*tk = (struct aheadfs_pf_ticket){
+			.t0 = rq.now, .stream = plan.stream, .gen = plan.gen,
+		};
 	/* The old prefetcher: the reader submits, and only its txn. */
 	if (rq.legacy && plan.issue_end > plan.issue_start && !nowait)
 		issue(file, lower, plan.issue_start, plan.issue_end, rq.txn,
@@ -414,17 +474,22 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_hit_bytes,
 				 pr.present + pr.inflight);
 		plan.wasted += pr.absent;
+		/* Evicted before it was read: the window is too big. */
+		if (pr.absent && plan.stream >= 0) {
+			spin_lock(&pf->lock);
+			aheadfs_stream_evicted(&pf->w, plan.stream, plan.gen,
+					       rq.count);
+			spin_unlock(&pf->lock);
+		}
 	}
 	/*
-	 * Ahead: the reader's own missing bytes first, then the window beyond
-	 * them by the worker.  A reader that must not block (IOCB_NOWAIT)
-	 * submits nothing itself.
-	 */
-	/*
-	 * What the window planned for this request and the worker has not
-	 * submitted yet (a worker behind, or a non-blocking attempt before
+	 * Ahead: what the window planned for this request and the worker has
+	 * not submitted yet (a worker behind, or a non-blocking attempt before
 	 * this one that left everything to it) is submitted now: planned, so
-	 * not absent, but the request will wait for it (inflight).
+	 * not absent, but the request will wait for it (inflight).  Then the
+	 * reader's own missing bytes, then the next request's range; the
+	 * worker takes the window beyond.  A reader that must not block
+	 * (IOCB_NOWAIT) submits nothing itself.
 	 */
 	if (!rq.legacy && !nowait)
 		issue_next(file, lower, pf, &plan, rq.pos + rq.count, rq.txn);
@@ -436,9 +501,12 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	}
 	if (!rq.legacy && !nowait) {
 		/* From the first page nobody asked for to the end. */
-		if (own.absent)
+		if (own.absent) {
+			if (tk && tk->t0)
+				tk->t_own = ktime_get_ns();
 			issue_demand(file, lower, own.first_absent,
-				     rq.pos + rq.count);
+				     rq.pos + rq.count, rq.txn);
+		}
 		issue_next(file, lower, pf, &plan, plan.sync_end, rq.txn);
 	}
 	if (!rq.legacy && plan.issue_end > plan.issue_start)

@@ -103,6 +103,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	u64 t0 = aheadfs_op_begin();
 	u64 tr = trace_aheadfs_read_enabled() ? ktime_get_ns() : 0;
 	struct aheadfs_presence pr = {};
+	struct aheadfs_pf_ticket tk = { .stream = -1 };
 	loff_t pos = iocb->ki_pos;
 	size_t count = iov_iter_count(to);
 	/* Direct I/O bypasses the page cache: no prefetch, nothing to meter. */
@@ -119,11 +120,14 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	if (cached && !(iocb->ki_flags & IOCB_NOIO))
 		metered = aheadfs_prefetch_request(file, pos, count,
 						   iocb->ki_flags & IOCB_NOWAIT,
-						   &pr);
+						   &pr, &tk);
 
 	if (is_sync_kiocb(iocb)) {
 		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi),
 				cached && !metered, &txns, &pr);
+		/* What it waited for, and how long, sizes the window. */
+		if (ret > 0)
+			aheadfs_prefetch_done(file, &tk, &pr);
 	} else {
 		/*
 		 * Async (io_uring, libaio) goes down in one piece, so that it

@@ -170,6 +170,12 @@ static ssize_t stats_show(struct aheadfs_sb_info *sbi, char *buf)
 	n += sysfs_emit_at(buf, n, "window_cur %lld\nwindow_peak %lld\n",
 			   (long long)atomic64_read(&sbi->window_cur),
 			   (long long)atomic64_read(&sbi->window_peak));
+	n += sysfs_emit_at(buf, n,
+			   "window_last %llu\nwindow_target %llu\nwindow_rate %llu\nwindow_latency_us %llu\n",
+			   READ_ONCE(sbi->window_last),
+			   READ_ONCE(sbi->window_target),
+			   READ_ONCE(sbi->window_rate),
+			   READ_ONCE(sbi->window_latency_ns) / 1000);
 	for (i = 0; i < AHEADFS_NR_META_OPS; i++)
 		n += sysfs_emit_at(buf, n, "op_%s %llu\n", op_names[i], ops[i]);
 	return n;

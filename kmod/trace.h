@@ -75,6 +75,38 @@ TRACE_EVENT(aheadfs_prefetch,
 		  __entry->pos, __entry->len, __entry->window)
 );
 
+/*
+ * A stream's window changed size: the reader's rate and a chunk's latency
+ * as measured, and the window they call for (0: not measured yet).
+ */
+TRACE_EVENT(aheadfs_window,
+	TP_PROTO(u64 ino, s64 pos, u64 window, u64 target, u64 rate,
+		 u64 latency_ns, u32 dev),
+	TP_ARGS(ino, pos, window, target, rate, latency_ns, dev),
+	TP_STRUCT__entry(
+		__field(u64, ino)
+		__field(s64, pos)
+		__field(u64, window)
+		__field(u64, target)
+		__field(u64, rate)
+		__field(u64, latency_ns)
+		__field(u32, dev)
+	),
+	TP_fast_assign(
+		__entry->ino = ino;
+		__entry->pos = pos;
+		__entry->window = window;
+		__entry->target = target;
+		__entry->rate = rate;
+		__entry->latency_ns = latency_ns;
+		__entry->dev = dev;
+	),
+	TP_printk("dev=%u:%u ino=%llu pos=%lld window=%llu target=%llu rate=%llu latency_ns=%llu",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __entry->ino,
+		  __entry->pos, __entry->window, __entry->target,
+		  __entry->rate, __entry->latency_ns)
+);
+
 TRACE_EVENT(aheadfs_copy,
 	TP_PROTO(u64 ino_in, s64 pos_in, u64 ino_out, s64 pos_out, u64 len,
 		 s64 ret, u64 latency_ns, u32 dev, u32 method),

@@ -38,6 +38,17 @@ typedef uint32_t u32;
  */
 #define AHEADFS_PF_DUD_LIMIT	4
 #define AHEADFS_PF_DUD_MAX	16
+/*
+ * The window by measurement (bandwidth-delay product): the reader's rate
+ * times the time a chunk takes from submission to completion, with this
+ * much headroom (x2) for the variation of both.  The window doubles while
+ * it is below that, or while the reader had to wait for bytes the window
+ * submitted (the estimate was short); it halves while it holds more than
+ * AHEADFS_PF_BDP_SLACK times the product, and on eviction.
+ */
+#define AHEADFS_PF_BDP_HEADROOM	2
+#define AHEADFS_PF_BDP_SLACK	4
+#define AHEADFS_NSEC		1000000000ULL
 
 static inline u64 aheadfs_min64(u64 a, u64 b)
 {
@@ -47,6 +58,14 @@ static inline u64 aheadfs_min64(u64 a, u64 b)
 static inline u64 aheadfs_max64(u64 a, u64 b)
 {
 	return a > b ? a : b;
+}
+
+/* a * b, saturated at AHEADFS_LOFF_MAX. */
+static inline u64 aheadfs_sat_mul(u64 a, u64 b)
+{
+	if (a && b > AHEADFS_LOFF_MAX / a)
+		return AHEADFS_LOFF_MAX;
+	return a * b;
 }
 
 /* a + b, saturated at AHEADFS_LOFF_MAX. */
@@ -82,9 +101,14 @@ struct aheadfs_stream {
 	u64 win;	/* window: grows on sequential requests */
 	u64 gauge;	/* what this stream adds to the mount's window_cur */
 	u64 lru;
+	u64 t_req;	/* when its last request began (ns; 0: no clock) */
+	u64 t_wait;	/* how long that request waited for the device (ns) */
+	u64 rate;	/* the reader's rate between requests, bytes/s (EWMA) */
+	u64 lat;	/* submission to completion of its own bytes, ns (EWMA) */
 	u32 hits;	/* sequential requests that followed the first */
 	bool live;
 	bool confirmed;	/* prefetch runs for this stream */
+	bool stalled;	/* its last request waited for bytes the window sent */
 };
 
 struct aheadfs_window {
@@ -110,6 +134,7 @@ struct aheadfs_pf_req {
 	u64 txn;	/* aheadfs_txn_size() */
 	u64 win_cap;	/* window_kb in bytes */
 	u64 mem_room;	/* bytes the mount's windows may still grow by */
+	u64 now;	/* ns, any monotonic clock; 0: size by the cap alone */
 	bool legacy;
 };
 
@@ -121,8 +146,64 @@ struct aheadfs_pf_plan {
 	s64 win_delta;			/* change of the mount's window_cur */
 	u64 win;			/* the stream's window after this */
 	int stream;			/* the request's stream (-1: none) */
+	u32 gen;			/* and which one of that slot */
 	u64 sync_end;			/* the reader submits up to here */
+	u64 target;			/* the product (0: not measured yet) */
+	bool resized;			/* the stream's window changed */
 };
+
+/*
+ * The window a stream needs: its reader's rate times the latency of a
+ * chunk, with headroom; 0 while either is unmeasured.
+ */
+static inline u64 aheadfs_stream_bdp(const struct aheadfs_stream *s)
+{
+	if (!s->rate || !s->lat)
+		return 0;
+	/* bytes/s x ns / 1e9, as KiB/s x us (saturating), at least 1. */
+	return aheadfs_max64(aheadfs_sat_mul(aheadfs_sat_mul(s->rate >> 10,
+							     s->lat / 1000),
+					     AHEADFS_PF_BDP_HEADROOM << 10) /
+			     1000000, 1);
+}
+
+static inline u64 aheadfs_ewma(u64 avg, u64 sample)
+{
+	return avg ? avg - avg / 4 + sample / 4 : sample;
+}
+
+/*
+ * The reader's rate: the bytes of its last request over the time from that
+ * request's start to this one's, if it did not wait for the device (a
+ * reader held up by the device is not a slow reader, and the time it spent
+ * copying cannot be told from the time it waited).
+ */
+static inline void aheadfs_stream_clock(struct aheadfs_stream *s, u64 now)
+{
+	if (!now || !s->t_req || now <= s->t_req || s->t_wait)
+		return;
+	s->rate = aheadfs_ewma(s->rate, aheadfs_sat_mul(s->req, AHEADFS_NSEC) /
+				       (now - s->t_req));
+}
+
+/*
+ * Size the window of a stream that moved forward: double it while it is
+ * below the measured product, or when the reader waited for bytes the
+ * window had sent; halve it while it holds far more than the product.
+ * Unmeasured (no clock, or no latency yet), it doubles up to the cap.
+ */
+static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
+{
+	u64 bdp = aheadfs_stream_bdp(s);
+
+	if (!s->win)
+		s->win = req;
+	else if (!bdp || s->win < bdp || s->stalled)
+		s->win = aheadfs_sat_add(s->win, s->win);
+	else if (s->win / AHEADFS_PF_BDP_SLACK > bdp)
+		s->win /= 2;
+	s->stalled = false;
+}
 
 static inline bool aheadfs_stream_match(const struct aheadfs_stream *s,
 					u64 pos, bool reorder)
@@ -203,7 +284,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 				       struct aheadfs_pf_plan *p)
 {
 	u64 pos = aheadfs_min64(rq->pos, AHEADFS_LOFF_MAX);
-	u64 req = rq->count, end, cap, want, limit, ahead, low, hs, he;
+	u64 req = rq->count, end, cap, want, limit, ahead, low, hs, he, old;
 	struct aheadfs_stream *s;
 	bool found, fwd;
 	int i;
@@ -221,6 +302,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 
 	i = aheadfs_window_slot(w, pos, &found);
 	s = &w->s[i];
+	old = found ? s->win : 0;
 	if (!found) {
 		if (s->live) {
 			p->wasted += aheadfs_stream_unread(s);
@@ -232,9 +314,10 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 			.last_pos = pos, .next = end, .req = req,
 			.pf_start = end, .ra_end = end,
 			.claimed = end, .issued = end, .gen = ++w->gen,
-			.win = req, .live = true,
+			.win = req, .live = true, .t_req = rq->now,
 			.confirmed = w->duds < AHEADFS_PF_DUD_LIMIT,
 		};
+
 		fwd = false;
 	} else {
 		fwd = pos == s->next;
@@ -269,13 +352,19 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 				s->win = 0;
 			}
 			s->hits++;
-			s->win = s->win ? aheadfs_sat_add(s->win, s->win) : req;
+			aheadfs_stream_clock(s, rq->now);
+			aheadfs_stream_size(s, req);
+		}
+		if (rq->now) {
+			s->t_req = rq->now;
+			s->t_wait = 0;
 		}
 		s->last_pos = pos;
 		s->req = req;
 		s->next = aheadfs_max64(s->next, end);
 	}
 	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);
+	p->resized = s->win != old;
 	s->lru = ++w->tick;
 	/*
 	 * The worker submits the window; the reader submits what the next
@@ -283,7 +372,9 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	 * window's first request, and a worker that fell behind.
 	 */
 	p->stream = i;
+	p->gen = s->gen;
 	p->sync_end = aheadfs_sat_add(end, req);
+	p->target = aheadfs_stream_bdp(s);
 
 	want = 0;
 	if (s->confirmed) {
@@ -401,6 +492,45 @@ static inline void aheadfs_window_submitted(struct aheadfs_window *w,
 		s->issued = s->claimed;
 	else if (s->issued >= c->start)
 		s->issued = aheadfs_max64(s->issued, c->start + c->len);
+}
+
+/*
+ * The request of stream @i (generation @gen) that began at @t0 and ended at
+ * @t1 had waited for the device: for @own bytes that the reader itself
+ * submitted at @t_own (they were absent), or else for bytes the window had
+ * submitted (a stall: the window is short).  A read of its own absent
+ * bytes times a chunk from submission to completion: the latency sample.
+ */
+static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
+					 u32 gen, u64 t0, u64 t1, u64 t_own,
+					 bool own)
+{
+	struct aheadfs_stream *s;
+
+	if (i < 0 || i >= AHEADFS_PF_STREAMS || !t0 || t1 < t0)
+		return;
+	s = &w->s[i];
+	if (!s->live || s->gen != gen)
+		return;
+	if (s->t_req == t0)
+		s->t_wait = t1 - t0;
+	if (own && t_own && t1 > t_own)
+		s->lat = aheadfs_ewma(s->lat, t1 - t_own);
+	else if (!own)
+		s->stalled = true;
+}
+
+/* What stream @i had prefetched was evicted before it was read: halve. */
+static inline void aheadfs_stream_evicted(struct aheadfs_window *w, int i,
+					  u32 gen, u64 req)
+{
+	struct aheadfs_stream *s;
+
+	if (i < 0 || i >= AHEADFS_PF_STREAMS)
+		return;
+	s = &w->s[i];
+	if (s->live && s->gen == gen)
+		s->win = aheadfs_max64(s->win / 2, req);
 }
 
 /* Close: every stream's unread prefetch is wasted.  Returns the bytes. */

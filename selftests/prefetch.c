@@ -440,7 +440,7 @@ TEST_F_TIMEOUT(prefetch, hits_and_waste_accounting, 300)
 	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
 	ASSERT_LE(0, fd);
 	snap(&self->fs, &a);
-	ASSERT_EQ(4, read_seq(fd, self->buf, 0, 4 * MIB, 1 * MIB));
+	ASSERT_EQ(16, read_seq(fd, self->buf, 0, 16 * MIB, 1 * MIB));
 	close(fd);
 	snap(&self->fs, &b);
 	TH_LOG("prefetched %lld, hit %lld, wasted %lld", DELTA(a, b, pf_bytes),
@@ -693,18 +693,20 @@ TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 }
 
 /*
- * The first request of a stream: its own bytes are submitted as one request
- * (not in the lower's maximum-I/O-size pieces, one latency after another),
- * then what the next request will read; the second request finds nothing
- * that still has to be submitted.
+ * The first request of a stream: its own bytes are submitted at once, in
+ * transactions of txn_kb (not in the lower's maximum-I/O-size pieces, one
+ * latency after another, nor as one request of whatever size the reader
+ * asked for), then what the next request will read; the second request
+ * finds nothing that still has to be submitted.
  */
-TEST_F_TIMEOUT(prefetch, first_request_one_demand_chunk, 300)
+TEST_F_TIMEOUT(prefetch, first_request_demand_in_txns, 300)
 {
-	const size_t req = 8 * MIB + 256 * KIB;
+	const size_t req = 8 * MIB + 256 * KIB, txn = 1 * MIB;
 	char path[PATH_MAX];
 	struct snap a, b, c;
 	int fd;
 
+	ASSERT_EQ(0, ahfs_set(&self->fs, "txn_kb", "1024"));
 	ASSERT_EQ(0, make_cold(&self->fs, "f", 64 * MIB));
 	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
 	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
@@ -720,7 +722,8 @@ TEST_F_TIMEOUT(prefetch, first_request_one_demand_chunk, 300)
 	       DELTA(a, b, demand), DELTA(a, b, demand_bytes),
 	       DELTA(a, b, chunks), DELTA(b, c, demand),
 	       DELTA(b, c, absent_bytes));
-	EXPECT_EQ(1, DELTA(a, b, demand));
+	/* 8 MiB + 256 KiB in 1 MiB transactions: 8 whole and the rest. */
+	EXPECT_EQ((long long)((req + txn - 1) / txn), DELTA(a, b, demand));
 	EXPECT_EQ((long long)req, DELTA(a, b, demand_bytes));
 	EXPECT_EQ((long long)req, DELTA(a, b, absent_bytes));
 	EXPECT_EQ(1, DELTA(a, b, waits));
@@ -875,6 +878,54 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	EXPECT_EQ(0, DELTA(b, c, absent_reqs));
 	EXPECT_EQ(0, DELTA(b, c, demand));
 	EXPECT_EQ(15 * MIB, DELTA(b, c, present_bytes) + DELTA(b, c, inflight));
+}
+
+/*
+ * The window sized by measurement: the first request's own bytes time a
+ * chunk from submission to completion (the device's delay at least), the
+ * requests after it time the reader, and the stats and the aheadfs_window
+ * tracepoint show both and the product they call for.
+ */
+TEST_F_TIMEOUT(slow, window_measured, 300)
+{
+	char path[PATH_MAX], filter[64];
+	long long lat, rate, target, last, want, tlat;
+	long nev;
+	int fd;
+
+	if (access(TRACEFS "/events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	ASSERT_EQ(0, access(TRACEFS "/events/aheadfs/aheadfs_window", F_OK));
+	snprintf(filter, sizeof(filter), "dev == %u\n",
+		 major(self->fs.dev) << 20 | minor(self->fs.dev));
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_window/filter",
+				 filter));
+	ASSERT_EQ(0, trace_clear());
+	ASSERT_EQ(0, trace_write("events/aheadfs/aheadfs_window/enable", "1"));
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(16, read_seq(fd, self->buf, 0, 16 * MIB, 1 * MIB));
+	close(fd);
+	trace_write("events/aheadfs/aheadfs_window/enable", "0");
+	lat = ahfs_stat(&self->fs, "window_latency_us");
+	rate = ahfs_stat(&self->fs, "window_rate");
+	target = ahfs_stat(&self->fs, "window_target");
+	last = ahfs_stat(&self->fs, "window_last");
+	/* The stats' product: KiB/s x us, as the module computes it. */
+	want = (rate >> 10) * lat / 1000000 * 2048;
+	TH_LOG("latency %lld us, rate %lld KiB/s: target %lld KiB (computed %lld KiB), window %lld KiB",
+	       lat, rate >> 10, target >> 10, want >> 10, last >> 10);
+	EXPECT_LE(SLOW_MS * 1000LL, lat);
+	EXPECT_GT(SLOW_MS * 1000LL * 20, lat);
+	EXPECT_LT(0, rate);
+	EXPECT_LE(llabs(target - want), want / 50 + 8 * KIB);
+	EXPECT_LE(2 * MIB, last);
+	/* The tracepoint saw the same latency, in ns. */
+	tlat = trace_sum("aheadfs_window:", "latency_ns", &nev);
+	EXPECT_LE(1, nev);
+	EXPECT_LE(SLOW_MS * 1000000LL, tlat);
+	trace_write("events/aheadfs/aheadfs_window/filter", "0\n");
 }
 
 /*

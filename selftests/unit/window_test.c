@@ -735,6 +735,123 @@ static void test_nfsd_reorder(void)
 	sim_free(&s);
 }
 
+/* One forward request of stream-sized @req at time @now (ns); its plan. */
+static struct aheadfs_pf_plan bdp_req(struct aheadfs_window *w, u64 pos,
+				      u64 req, u64 now)
+{
+	struct aheadfs_pf_req rq = {
+		.pos = pos, .count = req, .isize = 1ULL << 50, .txn = TXN,
+		.win_cap = 1ULL << 30, .mem_room = ROOM, .now = now,
+	};
+	struct aheadfs_pf_plan p;
+
+	aheadfs_window_plan(w, &rq, &p);
+	return p;
+}
+
+/*
+ * The window by measurement: a chunk's latency (timed on the first
+ * request's own bytes) times the reader's rate, x2.  It grows to that and
+ * stops, far below the cap; shrinks when the reader slows; grows past it
+ * on a stall; halves on eviction; and saturates instead of overflowing.
+ */
+static void test_bdp(void)
+{
+	static struct aheadfs_window w;
+	const u64 ms = 1000000, req = 1 * MIB;
+	struct aheadfs_pf_plan p;
+	u64 pos = 0, t = 1 * ms, bdp, win, grew = 0;
+	int i, resized = 0;
+
+	memset(&w, 0, sizeof(w));
+	p = bdp_req(&w, pos, req, t);
+	report(p.stream >= 0 && p.target == 0 && p.resized,
+	       "bdp: a new stream is unmeasured (target %llu)",
+	       (unsigned long long)p.target);
+	/* Its own bytes submitted at t + 0.1 ms, read 10 ms later. */
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10,
+			      t + ms / 10, true);
+	report(w.s[p.stream].lat == 10 * ms,
+	       "bdp: the first request times a chunk: %llu ns",
+	       (unsigned long long)w.s[p.stream].lat);
+	/* A reader that takes 2 ms per MiB when nothing waits: 500 MiB/s. */
+	t += 10 * ms + ms / 10;
+	for (i = 0; i < 40; i++) {
+		pos += req;
+		t += 2 * ms;
+		p = bdp_req(&w, pos, req, t);
+		resized += p.resized;
+	}
+	bdp = p.target;
+	win = w.s[p.stream].win;
+	/* 500 MiB/s x 10 ms x 2 = 10 MiB, give or take the EWMA's start. */
+	report(bdp > 9 * MIB && bdp < 11 * MIB,
+	       "bdp: 500 MiB/s x 10 ms x 2 = %llu KiB",
+	       (unsigned long long)(bdp >> 10));
+	report(win >= bdp && win < 2 * bdp && resized < 10,
+	       "bdp: the window grew to %llu KiB (product %llu KiB, cap 1 GiB) in %d changes, and stopped",
+	       (unsigned long long)(win >> 10), (unsigned long long)(bdp >> 10),
+	       resized);
+	report(p.win == win, "bdp: the plan's window is the stream's (%llu)",
+	       (unsigned long long)p.win);
+
+	/* The reader slows to 20 ms per MiB: 50 MiB/s, 1 MiB x 2. */
+	for (i = 0; i < 40; i++) {
+		pos += req;
+		t += 20 * ms;
+		p = bdp_req(&w, pos, req, t);
+	}
+	bdp = p.target;
+	win = w.s[p.stream].win;
+	report(bdp < 2 * MIB + MIB / 4 && win <= AHEADFS_PF_BDP_SLACK * bdp &&
+	       win >= bdp,
+	       "bdp: a slower reader: the window shrank to %llu KiB (product %llu KiB)",
+	       (unsigned long long)(win >> 10), (unsigned long long)(bdp >> 10));
+
+	/* A stall: the reader waited for the window's own bytes. */
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false);
+	pos += req;
+	t += 25 * ms;
+	p = bdp_req(&w, pos, req, t);
+	grew = w.s[p.stream].win;
+	report(grew == 2 * win && w.s[p.stream].lat == 10 * ms,
+	       "bdp: a stall doubles the window (%llu -> %llu KiB) and leaves the latency",
+	       (unsigned long long)(win >> 10), (unsigned long long)(grew >> 10));
+	/* An interval that waited is not timed: the rate stays 50 MiB/s. */
+	report(w.s[p.stream].rate > 45 * MIB && w.s[p.stream].rate < 55 * MIB,
+	       "bdp: time waited for the device is not the reader's (%llu KiB/s)",
+	       (unsigned long long)(w.s[p.stream].rate >> 10));
+
+	/* Eviction halves it, not below a request. */
+	aheadfs_stream_evicted(&w, p.stream, p.gen, req);
+	report(w.s[p.stream].win == grew / 2, "bdp: eviction halves the window");
+	for (i = 0; i < 8; i++)
+		aheadfs_stream_evicted(&w, p.stream, p.gen, req);
+	report(w.s[p.stream].win == req, "bdp: ... never below a request");
+
+	/* A stale ticket (the slot's stream was replaced) changes nothing. */
+	win = w.s[p.stream].win;
+	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, t, true);
+	aheadfs_stream_evicted(&w, p.stream, p.gen + 1, req);
+	report(w.s[p.stream].win == win && w.s[p.stream].lat == 10 * ms,
+	       "bdp: a report for a replaced stream is ignored");
+
+	/* Saturation: a reader at ~1 GB per ns and an hour's latency. */
+	memset(&w, 0, sizeof(w));
+	p = bdp_req(&w, 0, 1ULL << 30, 1);
+	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms,
+			      1, true);
+	p = bdp_req(&w, 1ULL << 30, 1ULL << 30, 2);
+	/* (that interval waited: the rate is timed on the next) */
+	p = bdp_req(&w, 2ULL << 30, 1ULL << 30, 3);
+	report(p.target == AHEADFS_LOFF_MAX / 1000000 ||
+	       p.target > (1ULL << 50),
+	       "bdp: saturates, no overflow (target %llu)",
+	       (unsigned long long)p.target);
+	report(w.s[p.stream].win <= 1ULL << 30,
+	       "bdp: ... and the cap still holds");
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -753,6 +870,7 @@ int main(void)
 	test_worker_lag();
 	test_crossing_chunks();
 	test_nfsd_reorder();
+	test_bdp();
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
