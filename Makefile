@@ -6,6 +6,7 @@
 #   make check            set-up, build, host tests, selftests in a guest per kernel
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
+#   make man              man pages build/man/*.{5,8} from Documentation/man/*.rst
 #   make install | dkms | checkpatch | clean
 
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -32,9 +33,20 @@ HAVE_USERLAND := $(wildcard userland/Makefile)
 HAVE_BPF := $(wildcard bpf/Makefile)
 HAVE_UNIT := $(wildcard selftests/unit/Makefile)
 
+# Man pages: Documentation/man/NAME.SECTION.rst -> build/man/NAME.SECTION,
+# by rst2man (Debian's python3-docutils); a docutils warning fails the build.
+# They include text from the guides, so they depend on them.
+PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+RST2MAN ?= rst2man
+MAN_SRCS := $(wildcard Documentation/man/*.rst)
+MAN_PAGES := $(patsubst Documentation/man/%.rst,$(BUILD)/man/%,$(MAN_SRCS))
+MAN_VERSION := $(shell git describe --tags --always 2>/dev/null || echo 0.1-unknown)
+MODPROBE_CONF := kmod/aheadfs.modprobe.conf
+
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
 	bench demo install dkms checkpatch clean deps userland-check bpf-check \
-	unit-check
+	unit-check man man-check install-man install-modprobe-conf
 
 # KERNELS given on the command line or in the environment: a module for each.
 MODULE_TARGET := $(if $(filter command line environment,$(origin KERNELS)),modules,module)
@@ -81,9 +93,26 @@ bpf-check:
 unit-check:
 	$(if $(HAVE_UNIT),$(MAKE) -C selftests/unit unit-check)
 
+man: $(MAN_PAGES)
+
+# The footer says the version of the tree at the time of the build.
+$(BUILD)/man/%: Documentation/man/%.rst \
+		Documentation/aheadfs.rst Documentation/aheadctl.rst Documentation/tracing.rst
+	@mkdir -p $(dir $@)
+	cd Documentation/man && sed 's|@VERSION@|$(MAN_VERSION)|' $*.rst | \
+		$(RST2MAN) --halt=warning --report=warning - $@.tmp
+	@mv $@.tmp $@
+
+# The pages render without warnings and name every mount option, module
+# parameter, sysfs file, statistic and CLI verb; TAP in build/results/man.tap.
+man-check: man
+	@mkdir -p $(BUILD)/results
+	@selftests/man/host-tests.sh $(BUILD)/man >$(BUILD)/results/man.tap; \
+		rc=$$?; cat $(BUILD)/results/man.tap; exit $$rc
+
 # Host-side tests only: no guest needed.  Each writes build/results/*.tap.
 check-host: $(if $(HAVE_UNIT),unit-check) $(if $(HAVE_USERLAND),userland-check) \
-	$(if $(HAVE_BPF),bpf-check)
+	$(if $(HAVE_BPF),bpf-check) man-check
 
 # The guests only, for modules and selftests already built.
 guest-tests:
@@ -105,12 +134,28 @@ demo: $(if $(HAVE_USERLAND),userland)
 	@nice scripts/kbuild $(firstword $(KERNELS))
 	@scripts/vm-run --kernel $(firstword $(KERNELS)) -- scripts/demo
 
-install: module
+install: module install-man install-modprobe-conf
 	@rel=$$(make -s -C $(KDIR) kernelrelease); \
 	install -D -m 0644 $(BUILD)/kmod/$$rel/aheadfs.ko \
 		$(DESTDIR)/lib/modules/$$rel/updates/aheadfs.ko && \
 	{ [ -n "$(DESTDIR)" ] || depmod -a $$rel; }
-	$(if $(HAVE_USERLAND),$(MAKE) -C userland install PREFIX=/usr/local DESTDIR=$(DESTDIR))
+	$(if $(HAVE_USERLAND),$(MAKE) -C userland install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR))
+
+install-man: man
+	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
+
+# The admin's own /etc/modprobe.d/aheadfs.conf is kept; ours goes beside it
+# as aheadfs.conf.dist, which modprobe does not read.
+install-modprobe-conf:
+	@f=$(DESTDIR)/etc/modprobe.d/aheadfs.conf; \
+	if [ -e $$f ] && ! cmp -s $(MODPROBE_CONF) $$f; then \
+		install -m 0644 $(MODPROBE_CONF) $$f.dist && \
+		echo "install: $$f has local changes: kept; the shipped one is $$f.dist"; \
+	else \
+		install -D -m 0644 $(MODPROBE_CONF) $$f; \
+	fi
 
 # DKMS builds from a copy of kmod/ with its own probe run (dkms.conf).
 dkms:
@@ -126,7 +171,7 @@ checkpatch: $(BUILD)/checkpatch/checkpatch.pl
 		kmod/*.c kmod/*.h kmod/probes/*.c
 
 clean:
-	rm -rf $(BUILD)/kmod $(BUILD)/selftests $(BUILD)/results $(BUILD)/bench
+	rm -rf $(BUILD)/kmod $(BUILD)/selftests $(BUILD)/results $(BUILD)/bench $(BUILD)/man
 	$(if $(HAVE_USERLAND),$(MAKE) -C userland clean)
 	$(if $(HAVE_BPF),$(MAKE) -C bpf clean)
 	$(if $(HAVE_UNIT),$(MAKE) -C selftests/unit clean)

@@ -4,6 +4,7 @@
  * super_operations of a mount stacked on one lower directory.
  */
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -13,6 +14,7 @@
 #include <linux/exportfs.h>
 #include <linux/xattr.h>
 #include <linux/fs_stack.h>
+#include <linux/sysfs.h>
 #include "aheadfs.h"
 
 #define CREATE_TRACE_POINTS
@@ -86,18 +88,139 @@ struct aheadfs_fs_context {
 	unsigned int set;		/* bitmask of Opt_* given */
 };
 
-/* Range checks shared by mount options and sysfs writes. */
+/*
+ * The range of each numeric tunable, the one check behind mount options,
+ * sysfs writes and module parameters.
+ */
+struct tunable_range {
+	const char *name;
+	unsigned int min;
+	unsigned int max;
+};
+
+static const struct tunable_range tunable_ranges[] = {
+	{ "txn_kb",		4,	AHEADFS_MAX_TXN_KB },
+	{ "window_kb",		0,	AHEADFS_MAX_WINDOW_KB },
+	{ "attr_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
+	{ "entry_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
+};
+
+static const struct tunable_range *tunable_range(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(tunable_ranges); i++)
+		if (!strcmp(name, tunable_ranges[i].name))
+			return &tunable_ranges[i];
+	return NULL;
+}
+
 int aheadfs_check_tunable(const char *name, unsigned int val)
 {
-	if (!strcmp(name, "txn_kb"))
-		return (val >= 4 && val <= AHEADFS_MAX_TXN_KB) ? 0 : -ERANGE;
-	if (!strcmp(name, "window_kb"))
-		return val <= AHEADFS_MAX_WINDOW_KB ? 0 : -ERANGE;
-	if (!strcmp(name, "attr_timeout_ms") ||
-	    !strcmp(name, "entry_timeout_ms"))
-		return val <= AHEADFS_MAX_TIMEOUT_MS ? 0 : -ERANGE;
+	const struct tunable_range *r = tunable_range(name);
+
+	if (r && (val < r->min || val > r->max))
+		return -ERANGE;
 	return 0;
 }
+
+/*
+ * Module parameters: the defaults of new mounts, named as the mount
+ * options.  A mount takes them once, when its fs_context is set up, so a
+ * change (modprobe.d, /sys/module/aheadfs/parameters/) reaches later mounts
+ * only, and mount options still override them.  Only root sets them, and
+ * each refused value must leave its line: not rate-limited.
+ */
+static unsigned int def_prefetch = AHEADFS_PF_AHEAD;
+static unsigned int def_txn_kb = AHEADFS_DEF_TXN_KB;
+static unsigned int def_window_kb = AHEADFS_DEF_WINDOW_KB;
+static unsigned int def_attr_timeout_ms;
+static unsigned int def_entry_timeout_ms;
+
+/* The parameter's name as the mount option has it (no "aheadfs." prefix). */
+static const char *param_name(const struct kernel_param *kp)
+{
+	return kp->name + sizeof("" MODULE_PARAM_PREFIX) - 1;
+}
+
+static int param_set_tunable(const char *val, const struct kernel_param *kp)
+{
+	const char *name = param_name(kp);
+	const struct tunable_range *r = tunable_range(name);
+	unsigned int v;
+	int err;
+
+	err = kstrtouint(val, 0, &v);
+	if (!err)
+		err = aheadfs_check_tunable(name, v);
+	if (err) {
+		pr_err(AHEADFS_NAME ": parameter %s: invalid value '%.*s' (valid: %u to %u)\n",
+		       name, (int)min_t(size_t, strcspn(val, "\n"), 32), val,
+		       r ? r->min : 0, r ? r->max : UINT_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static int param_get_tunable(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*(unsigned int *)kp->arg));
+}
+
+static const struct kernel_param_ops tunable_param_ops = {
+	.set	= param_set_tunable,
+	.get	= param_get_tunable,
+};
+
+static int param_set_prefetch(const char *val, const struct kernel_param *kp)
+{
+	int mode = sysfs_match_string(aheadfs_prefetch_names, val);
+
+	if (mode < 0) {
+		pr_err(AHEADFS_NAME ": parameter %s: invalid value '%.*s' (valid: ahead, legacy, kernel, off)\n",
+		       param_name(kp), (int)min_t(size_t, strcspn(val, "\n"), 32),
+		       val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, mode);
+	return 0;
+}
+
+static int param_get_prefetch(char *buf, const struct kernel_param *kp)
+{
+	unsigned int mode = READ_ONCE(*(unsigned int *)kp->arg);
+
+	return sysfs_emit(buf, "%s\n", aheadfs_prefetch_names[mode]);
+}
+
+static const struct kernel_param_ops prefetch_param_ops = {
+	.set	= param_set_prefetch,
+	.get	= param_get_prefetch,
+};
+
+module_param_cb(prefetch, &prefetch_param_ops, &def_prefetch, 0644);
+__MODULE_PARM_TYPE(prefetch, "string");
+MODULE_PARM_DESC(prefetch,
+		 "Prefetch mode of new mounts: ahead, legacy, kernel or off (default ahead)");
+module_param_cb(txn_kb, &tunable_param_ops, &def_txn_kb, 0644);
+__MODULE_PARM_TYPE(txn_kb, "uint");
+MODULE_PARM_DESC(txn_kb,
+		 "Transaction size of new mounts in KiB, 4 to 1048576 (default 8192)");
+module_param_cb(window_kb, &tunable_param_ops, &def_window_kb, 0644);
+__MODULE_PARM_TYPE(window_kb, "uint");
+MODULE_PARM_DESC(window_kb,
+		 "Largest prefetch window of new mounts in KiB, 0 to 4194304 (default 65536)");
+module_param_cb(attr_timeout_ms, &tunable_param_ops, &def_attr_timeout_ms,
+		0644);
+__MODULE_PARM_TYPE(attr_timeout_ms, "uint");
+MODULE_PARM_DESC(attr_timeout_ms,
+		 "Attribute cache lifetime of new mounts in ms, 0 to 3600000 (default 0: off)");
+module_param_cb(entry_timeout_ms, &tunable_param_ops, &def_entry_timeout_ms,
+		0644);
+__MODULE_PARM_TYPE(entry_timeout_ms, "uint");
+MODULE_PARM_DESC(entry_timeout_ms,
+		 "Entry cache lifetime of new mounts in ms, 0 to 3600000 (default 0: off)");
 
 static int aheadfs_parse_param(struct fs_context *fc,
 			       struct fs_parameter *param)
@@ -111,9 +234,12 @@ static int aheadfs_parse_param(struct fs_context *fc,
 		return opt;
 
 	if (param->type == fs_value_is_string &&
-	    aheadfs_check_tunable(param->key, result.uint_32))
-		return invalfc(fc, "%s=%s out of range (see Documentation/aheadfs.rst)",
-			       param->key, param->string);
+	    aheadfs_check_tunable(param->key, result.uint_32)) {
+		const struct tunable_range *r = tunable_range(param->key);
+
+		return invalfc(fc, "%s=%s out of range (valid: %u to %u)",
+			       param->key, param->string, r->min, r->max);
+	}
 
 	switch (opt) {
 	case Opt_prefetch:
@@ -355,9 +481,12 @@ static int aheadfs_init_fs_context(struct fs_context *fc)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
-	ctx->prefetch_mode = AHEADFS_PF_AHEAD;
-	ctx->txn_kb = AHEADFS_DEF_TXN_KB;
-	ctx->window_kb = AHEADFS_DEF_WINDOW_KB;
+	/* The module parameters; a remount applies only the options given. */
+	ctx->prefetch_mode = READ_ONCE(def_prefetch);
+	ctx->txn_kb = READ_ONCE(def_txn_kb);
+	ctx->window_kb = READ_ONCE(def_window_kb);
+	ctx->attr_timeout_ms = READ_ONCE(def_attr_timeout_ms);
+	ctx->entry_timeout_ms = READ_ONCE(def_entry_timeout_ms);
 	fc->fs_private = ctx;
 	fc->ops = &aheadfs_context_ops;
 	return 0;
