@@ -71,6 +71,7 @@ enum aheadfs_stat {
 	AHEADFS_STAT_revalidate_fail,
 	AHEADFS_STAT_attr_cache_hits,
 	AHEADFS_STAT_entry_cache_hits,
+	AHEADFS_STAT_perm_cache_hits,
 	AHEADFS_NR_STATS
 };
 

@@ -570,6 +570,29 @@ out:
 	return err;
 }
 
+/*
+ * Whether @inode's attributes were refreshed from the lower within the
+ * mount's attribute timeout (attr_timeout_ms; 0: never).
+ */
+static bool attr_fresh(struct inode *inode)
+{
+	unsigned int timeout = READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms);
+
+	return timeout &&
+	       time_before(jiffies, READ_ONCE(AHEADFS_I(inode)->attr_time) +
+			   msecs_to_jiffies(timeout));
+}
+
+/*
+ * The lower decides, unless the attribute cache is on and fresh: then
+ * generic_permission() decides on our inode's owner, mode and ACL, which
+ * are the lower's as last refreshed, as FUSE's default_permissions does
+ * (on a noac NFS lower each of the lower's checks is an ACCESS or GETATTR
+ * round trip, one per directory of every path walked).  A change made
+ * behind the mount's back is then seen when the timeout expires; the
+ * mount's own changes refresh the attributes at once, and so does a check
+ * the lower decided.
+ */
 static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 			      int mask)
 {
@@ -580,7 +603,25 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	/* RCU walk can meet an inode whose eviction has dropped its lower. */
 	if (unlikely(!lower))
 		return (mask & MAY_NOT_BLOCK) ? -ECHILD : -ESTALE;
+	if (attr_fresh(inode)) {
+		/* -ECHILD: an ACL to fetch; the ref-walk retry decides. */
+		err = generic_permission(idmap, inode, mask);
+		if (err != -ECHILD)
+			aheadfs_stat_inc(AHEADFS_SB(inode->i_sb),
+					 AHEADFS_STAT_perm_cache_hits);
+		goto out;
+	}
 	err = inode_permission(lower_idmap(inode->i_sb), lower, mask);
+	/*
+	 * With the cache on, the lower just decided on its current attributes
+	 * (an NFS lower revalidated them): ours follow, and the timeout runs
+	 * from here.  Else an inode nobody stats (the mount's root, a
+	 * directory only walked through) would ask the lower on every walk.
+	 */
+	if (err != -ECHILD && !(mask & MAY_NOT_BLOCK) &&
+	    READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms))
+		aheadfs_copy_attr(inode);
+out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode, t0, err);
 	return err;
 }
@@ -593,15 +634,12 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	struct inode *inode = d_inode(dentry);
 	struct super_block *sb = dentry->d_sb;
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
-	unsigned int timeout = READ_ONCE(sbi->attr_timeout_ms);
 	struct path lower_path;
 	u64 t0 = aheadfs_op_begin();
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
-	if (timeout && !(query_flags & AT_STATX_FORCE_SYNC) &&
-	    time_before(jiffies, READ_ONCE(AHEADFS_I(inode)->attr_time) +
-			msecs_to_jiffies(timeout))) {
+	if (!(query_flags & AT_STATX_FORCE_SYNC) && attr_fresh(inode)) {
 		aheadfs_fillattr(idmap, request_mask, inode, stat);
 		stat->blocks = inode->i_blocks;
 		/* The lower's own mode, set-id bits and all (copy_attr). */
@@ -827,8 +865,27 @@ static struct posix_acl *aheadfs_get_inode_acl(struct inode *inode, int type,
 	.get_acl	= aheadfs_get_acl,		\
 	.set_acl	= aheadfs_set_acl,
 #else
-/* Before vfs_set_acl(), ACL xattrs reach the catch-all handler below. */
-#define AHEADFS_ACL_IOPS
+/*
+ * Before vfs_set_acl(), ACL xattrs reach the catch-all handler below.  The
+ * VFS still reads ACLs through ->get_acl (generic_permission() in the
+ * attribute cache's permission checks, nfsd), and calls it without a
+ * check for an inode whose ACLs are ACL_DONT_CACHE, as ours are: it must
+ * exist, and it asks the lower.
+ */
+static struct posix_acl *aheadfs_get_acl_compat(struct inode *inode,
+						int type, bool rcu)
+{
+	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
+
+	if (rcu)
+		return ERR_PTR(-ECHILD);
+	if (!lower)
+		return ERR_PTR(-ESTALE);
+	return get_acl(lower, type);
+}
+
+#define AHEADFS_ACL_IOPS				\
+	.get_acl	= aheadfs_get_acl_compat,
 #endif
 
 #define AHEADFS_COMMON_IOPS				\

@@ -115,6 +115,7 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_revalidate_fail] = "revalidate_fail",
 	[AHEADFS_STAT_attr_cache_hits] = "attr_cache_hits",
 	[AHEADFS_STAT_entry_cache_hits] = "entry_cache_hits",
+	[AHEADFS_STAT_perm_cache_hits] = "perm_cache_hits",
 };
 
 static const char *const op_names[AHEADFS_NR_META_OPS] = {

@@ -216,4 +216,76 @@ TEST_F(attr, attr_cache_opt_in)
 	EXPECT_EQ(0604, st.st_mode & 07777);
 }
 
+#define NOBODY	65534
+
+static int can_read(void *path)
+{
+	return access(path, R_OK) ? errno : 0;
+}
+
+/*
+ * Permission follows the attribute cache: off, the lower decides every
+ * check at once; on, a check within the timeout is decided on the cached
+ * attributes (a chmod behind the mount's back is not seen yet), the mount's
+ * own chmod is seen at once, and the counter says which decided.
+ */
+TEST_F(attr, perm_cache_opt_in)
+{
+	long long hits;
+
+	ASSERT_EQ(0, chmod(self->m, 0644));
+	/* Off: the lower decides, and sees its own change at once. */
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	ASSERT_EQ(0, chmod(self->l, 0600));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->m));
+	ASSERT_EQ(0, chmod(self->l, 0644));
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "perm_cache_hits"));
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "600000"));
+	/* A stat refreshes the attributes: the cache is fresh from here. */
+	ASSERT_EQ(0, ahfs_run("stat '%s' >/dev/null", self->m));
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	hits = ahfs_stat(&self->fs, "perm_cache_hits");
+	EXPECT_LT(0, hits);
+	/* Taken away behind the mount's back: still granted, from cache. */
+	ASSERT_EQ(0, chmod(self->l, 0600));
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->l));
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "perm_cache_hits"));
+	/* The mount's own change is seen at once, both ways. */
+	ASSERT_EQ(0, chmod(self->m, 0600));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->m));
+	ASSERT_EQ(0, chmod(self->m, 0604));
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	/* A POSIX ACL decides through the cache as on the lower. */
+	ASSERT_EQ(0, chmod(self->m, 0640));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->m));
+	ASSERT_EQ(0, ahfs_run("setfacl -m u:%d:r-- '%s'", NOBODY, self->m));
+	hits = ahfs_stat(&self->fs, "perm_cache_hits");
+	EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, self->m));
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "perm_cache_hits"));
+	ASSERT_EQ(0, ahfs_run("setfacl -b '%s'", self->m));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->m));
+	/* A directory's search permission too: the path walk is cached. */
+	ASSERT_EQ(0, ahfs_run("mkdir -m 0755 '%s/d' && touch '%s/d/g' && chmod 0644 '%s/d/g'",
+			      self->fs.mnt, self->fs.mnt, self->fs.mnt));
+	ASSERT_EQ(0, ahfs_run("stat '%s/d' '%s/d/g' >/dev/null", self->fs.mnt,
+			      self->fs.mnt));
+	ASSERT_EQ(0, ahfs_run("chmod 0700 '%s/d'", self->fs.lower));
+	hits = ahfs_stat(&self->fs, "perm_cache_hits");
+	{
+		char g[PATH_MAX];
+
+		ahfs_m(&self->fs, g, "d/g");
+		EXPECT_EQ(0, ahfs_as_user(NOBODY, can_read, g));
+		EXPECT_LE(hits + 2, ahfs_stat(&self->fs, "perm_cache_hits"));
+		/* Off again: the lower decides at once. */
+		ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "0"));
+		EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, g));
+	}
+	ASSERT_EQ(0, chmod(self->l, 0600));
+	EXPECT_EQ(EACCES, ahfs_as_user(NOBODY, can_read, self->m));
+}
+
 TEST_HARNESS_MAIN

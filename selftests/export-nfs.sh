@@ -10,6 +10,9 @@
 #   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> AHEADFS_FSTYPE=ext4|xfs \
 #       selftests/export-nfs.sh
 set -u
+# Installed for run_kselftest.sh and run with no lower: aheadfs_env.sh makes one.
+[ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
+	AHEADFS_ENV_RUNNING=1 exec bash "$(dirname "$0")/aheadfs_env.sh" "$0" "$@"
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
@@ -204,6 +207,38 @@ if mount -t aheadfs -o prefetch=ahead "$cli" "$upper" 2>"$work.err"; then
 	check "a file changed on the server is read new through aheadfs over NFS" "0
 AAAA 0
 BBBB" "$a $b"
+	# Permission checks from the attribute cache: each walk of a path
+	# through aheadfs costs the client ACCESS and GETATTR calls per
+	# directory with the caches off (actimeo=0), and next to none with
+	# attr_timeout_ms and entry_timeout_ms on.
+	mkdir -p "$lower/p/q/r" && echo x >"$lower/p/q/r/f"
+	walks() {	# walks: ACCESS + GETATTR calls for 50 access(2) walks
+		local a0 g0 l0 i
+		a0=$(nfs_ops ACCESS) g0=$(nfs_ops GETATTR) l0=$(nfs_ops LOOKUP)
+		for i in $(seq 50); do [ -r "$upper/p/q/r/f" ] || return 1; done
+		echo "# ACCESS $(($(nfs_ops ACCESS) - a0)), GETATTR $(($(nfs_ops GETATTR) - g0)), LOOKUP $(($(nfs_ops LOOKUP) - l0))" >&2
+		echo $(($(nfs_ops ACCESS) - a0 + $(nfs_ops GETATTR) - g0))
+	}
+	off=$(walks) || off=failed
+	echo 60000 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
+	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	p0=$(ustat perm_cache_hits)
+	walks >/dev/null	# the first walk fills the caches
+	on=$(walks) || on=failed
+	hits=$(($(ustat perm_cache_hits) - p0))
+	echo "# 50 walks of p/q/r/f: $off ACCESS+GETATTR calls with the caches off, $on with them on ($hits checks from the cache)"
+	if [ "$off" != failed ] && [ "$on" != failed ] && [ "$off" -ge 100 ] &&
+	   [ $((on * 10)) -le "$off" ] && [ "$hits" -ge 200 ]; then
+		ok "permission checks over NFS come from the attribute cache"
+	else
+		nok "permission checks over NFS come from the attribute cache" "off $off, on $on calls; $hits cache hits"
+	fi
+	# Taken away on the server: seen once the attribute timeout ends.
+	chmod 0700 "$lower/p/q"
+	echo 0 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
+	echo 0 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	check "with the caches off, a permission taken away on the server is refused at once" \
+		1 "$(setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$upper/p/q/r/f"; echo $?)"
 	umount "$upper" || nok "aheadfs over NFS unmounts" "$(grep " $upper " /proc/mounts)"
 else
 	nok "aheadfs mounts over an NFS 4.2 client mount" "$(cat "$work.err"; dmesg | tail -3)"
