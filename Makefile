@@ -84,6 +84,13 @@ $(call selftest_bin,$(1)): $(1) $(SELFTEST_HDRS)
 endef
 $(foreach s,$(SELFTEST_SRCS),$(eval $(call selftest_rule,$(s))))
 
+# The kselftest framework (lib.mk, run_kselftest.sh) that `make -C selftests
+# install` uses, extracted here on the host: a guest test installs the tree.
+.PHONY: ksft-framework
+selftests: ksft-framework
+ksft-framework:
+	@$(MAKE) -s --no-print-directory -C selftests framework
+
 userland-check:
 	$(if $(HAVE_USERLAND),$(MAKE) -C userland check)
 

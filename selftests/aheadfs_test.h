@@ -64,6 +64,44 @@ static inline char *ahfs_fmt(char *buf, size_t len, const char *fmt, ...)
 	return buf;
 }
 
+/*
+ * Installed for run_kselftest.sh (aheadfs_env.sh beside the program) and
+ * run with no $AHEADFS_SCRATCH: re-run under aheadfs_env.sh, which loads
+ * the module if needed and makes a lower on a loop device.  Elsewhere (the
+ * build tree, a lower given) this does nothing.  glibc passes argc and argv
+ * to constructors.
+ */
+__attribute__((constructor)) static void ahfs_ksft_env(int argc, char **argv)
+{
+	const char *s = getenv("AHEADFS_SCRATCH");
+	char exe[PATH_MAX], env[PATH_MAX + 32], **nargv;
+	ssize_t n;
+	int i;
+
+	if ((s && *s) || getenv("AHEADFS_ENV_RUNNING"))
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	ahfs_fmt(env, sizeof(env), "%.*s/aheadfs_env.sh",
+		 (int)(strrchr(exe, '/') - exe), exe);
+	if (access(env, R_OK))
+		return;
+	nargv = calloc(argc + 3, sizeof(*nargv));
+	if (!nargv)
+		abort();
+	nargv[0] = "bash";
+	nargv[1] = env;
+	nargv[2] = exe;
+	for (i = 1; i < argc; i++)
+		nargv[i + 2] = argv[i];
+	setenv("AHEADFS_ENV_RUNNING", "1", 1);
+	execvp("bash", nargv);
+	fprintf(stderr, "%s: cannot run bash %s: %s\n", exe, env, strerror(errno));
+	exit(1);
+}
+
 static inline int ahfs_run(const char *fmt, ...)
 {
 	char cmd[4 * PATH_MAX];

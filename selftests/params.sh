@@ -12,12 +12,20 @@
 #
 # guest-run: fstypes=ext4 (its subject is the module, not the lower)
 set -u
+# Installed for run_kselftest.sh and run with no lower: aheadfs_env.sh makes one.
+[ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
+	AHEADFS_ENV_RUNNING=1 exec bash "$(dirname "$0")/aheadfs_env.sh" "$0" "$@"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 ko=${AHEADFS_KO:-$top/build/kmod/$(uname -r)/aheadfs.ko}
 P=/sys/module/aheadfs/parameters
+# The shipped modprobe.d file: the tree's; installed beside this test; or
+# the one a package or `make install` put in /etc/modprobe.d.
 conf=$top/kmod/aheadfs.modprobe.conf
+for c in "$here/aheadfs.modprobe.conf" /etc/modprobe.d/aheadfs.conf.dist /etc/modprobe.d/aheadfs.conf; do
+	[ -f "$conf" ] || conf=$c
+done
 params="prefetch txn_kb window_kb attr_timeout_ms entry_timeout_ms"
 
 n=0 failed=0

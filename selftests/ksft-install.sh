@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The selftests the kselftest way (runs in a guest with aheadfs loaded, as
+# root): `make -C selftests install` makes a tree that the kernel's
+# run_kselftest.sh runs, its list names every selftest, and for a quick
+# subset run_kselftest.sh reports per test the same passes, failures and
+# skips as the same programs run the way scripts/guest-run runs them.  The
+# kselftest run is given no lower: each test makes its own (aheadfs_env.sh),
+# as on a machine with only the module.  KTAP on stdout.
+#
+#   AHEADFS_SCRATCH=<empty dir> AHEADFS_FSTYPE=ext4 AHEADFS_KO=<aheadfs.ko> \
+#       selftests/ksft-install.sh
+#
+# AHEADFS_KSFT_TESTS overrides the subset; AHEADFS_KSFT_INSTALL the tree's
+# place (default /run/aheadfs-test/ksft in a test guest).  AHEADFS_KO is
+# passed on: in the guest the module is not in /lib/modules, and params.sh
+# reloads it from that file.
+#
+# guest-run: fstypes=ext4 (its subject is the installed tree, not the lower)
+# kselftest: not installed (it tests the installation)
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+coll=filesystems/aheadfs
+# The quick ones (a few seconds each under TCG): prefetch, fsx, rcu_stress,
+# lower_rules, tracing.sh and export-nfs.sh take 20-95 s each, and twice
+# that here; `make check` runs them all the guest-run way anyway.
+tests=${AHEADFS_KSFT_TESTS:-errors attr creds export namespace params.sh}
+fstype=${AHEADFS_FSTYPE:-ext4}
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1))
+	echo "not ok $n $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+	return 0
+}
+check() { # check NAME WANT GOT
+	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
+got:  $3"; fi
+}
+bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+
+echo "TAP version 13"
+[ "$(id -u)" = 0 ] || bail "needs root"
+[ -n "${AHEADFS_SCRATCH:-}" ] && [ -d "$AHEADFS_SCRATCH" ] || bail "AHEADFS_SCRATCH is not a directory"
+[ -e /sys/module/aheadfs ] || bail "aheadfs is not loaded"
+if [ -n "${AHEADFS_KSFT_INSTALL:-}" ]; then
+	dest=$AHEADFS_KSFT_INSTALL
+elif mountpoint -q /run/aheadfs-test; then
+	dest=/run/aheadfs-test/ksft
+else
+	dest=$AHEADFS_SCRATCH/ksft
+fi
+work=$AHEADFS_SCRATCH/ksft-work
+rm -rf "$dest" "$work"
+mkdir -p "$work"
+trap 'rm -rf "$dest" "$work"' EXIT
+
+# counts: "pass P fail F skip S" of the KTAP results on stdin (one level).
+counts() {
+	awk '/^ok [0-9]+ .*# SKIP/ { s++; next } /^ok [0-9]+ / { p++ } /^not ok [0-9]+ / { f++ }
+	     END { printf "pass %d fail %d skip %d\n", p, f, s }'
+}
+# top_verdict NAME <OUTPUT: what run_kselftest.sh's own line says of NAME.
+top_verdict() {
+	awk -v t=" selftests: $coll: $1" '/^(not )?ok [0-9]+ selftests: / && index($0, t) {
+		print /^not ok/ ? "not ok" : / # SKIP$/ ? "skip" : "ok" }'
+}
+verdict() { # verdict RC: what run_kselftest.sh makes of an exit status
+	case $1 in 0) echo ok ;; 4) echo skip ;; *) echo "not ok" ;; esac
+}
+
+# 1. The install, from the tree's own Makefile.
+if out=$(make -C "$top/selftests" install INSTALL_PATH="$dest" 2>&1); then
+	ok "make -C selftests install INSTALL_PATH=$dest"
+else
+	nok "make -C selftests install INSTALL_PATH=$dest" "$(tail -n 30 <<<"$out")"
+	bail "no installed tree"
+fi
+
+# 2. What the kernel's make install puts there.
+miss=
+for f in run_kselftest.sh kselftest/runner.sh kselftest/prefix.pl kselftest-list.txt \
+	"$coll/settings" "$coll/config" "$coll/aheadfs_env.sh"; do
+	[ -s "$dest/$f" ] || miss="$miss $f"
+done
+check "the tree has the runner, the list, settings, config and aheadfs_env.sh" "" "$miss"
+check "settings sets a timeout" "1" "$(grep -c '^timeout=[0-9]\+$' "$dest/$coll/settings")"
+
+# 3. The list names every selftest of the tree, and the runner reads it.
+want=$( { ls "$here"/*.c | xargs -n1 basename | sed 's/\.c$//'
+	  grep -L '^# kselftest: not installed' "$here"/*.sh | xargs -n1 basename; } |
+	sed "s|^|$coll:|" | sort)
+check "kselftest-list.txt lists every selftest" "$want" "$(sort "$dest/kselftest-list.txt")"
+check "run_kselftest.sh -l lists them" "$want" "$("$dest/run_kselftest.sh" -l | sort)"
+for t in $tests; do
+	[ -x "$dest/$coll/$t" ] || nok "$t is installed and executable" "$(ls -l "$dest/$coll" 2>&1)"
+done
+
+# 4. The subset, the guest-run way: over the lower under test.
+declare -A want_c want_v
+for t in $tests; do
+	if [ -f "$here/$t" ]; then prog=$here/$t; else prog=$top/build/selftests/$t; fi
+	mkdir -p "$work/r-$t"
+	AHEADFS_SCRATCH=$work/r-$t AHEADFS_FSTYPE=$fstype timeout -k 10 300 "$prog" \
+		>"$work/$t.runner" 2>&1 </dev/null
+	rc=$?
+	want_c[$t]=$(counts <"$work/$t.runner")
+	want_v[$t]=$(verdict $rc)
+	echo "# guest-run way: $t: ${want_c[$t]}, ${want_v[$t]}"
+done
+
+# 5. The same, by run_kselftest.sh from the installed tree, with no lower
+# given; one test a run, its output (-s) in output.log: the runner's
+# default, appending to /dev/stdout, loses lines under a redirection.
+for t in $tests; do
+	env -u AHEADFS_SCRATCH -u AHEADFS_ENV_RUNNING AHEADFS_FSTYPE="$fstype" \
+		"$dest/run_kselftest.sh" -s -t "$coll:$t" >"$work/$t.top" 2>&1 </dev/null
+	sed 's/^# //' "$dest/output.log" >"$work/$t.ksft" 2>/dev/null
+	got_v=$(top_verdict "$t" <"$work/$t.top")
+	got_c=$(counts <"$work/$t.ksft")
+	if [ "$(wc -l <<<"$got_v")" != 1 ]; then
+		nok "$t: run_kselftest.sh gives one result for it" "$(cat "$work/$t.top")"
+	elif [ "$got_c, $got_v" = "${want_c[$t]}, ${want_v[$t]}" ]; then
+		ok "$t: run_kselftest.sh and guest-run agree: ${want_c[$t]}, ${want_v[$t]}"
+	else
+		nok "$t: run_kselftest.sh and guest-run agree" "guest-run way:    ${want_c[$t]}, ${want_v[$t]}
+run_kselftest.sh: $got_c, ${got_v:-no result}
+$(grep -E '^(not ok|#)' "$work/$t.ksft" | head -n 20)
+guest-run way's failures:
+$(grep -E '^not ok' "$work/$t.runner" | head -n 10)"
+	fi
+done
+# Each test ran over its own lower, and left nothing mounted.
+check "no lower or mount left behind by run_kselftest.sh" "" \
+	"$(awk '$2 ~ /\/aheadfs-[^/]*\.[A-Za-z0-9]+\/lower/ {print $2}' /proc/mounts)"
+
+# 6. The comparison tells a broken tree: one with the first test gone.
+t=${tests%% *}
+cp -a "$dest" "$work/broken"
+rm -f "$work/broken/$coll/$t" "$work/broken/output.log"
+env -u AHEADFS_SCRATCH -u AHEADFS_ENV_RUNNING \
+	"$work/broken/run_kselftest.sh" -s -t "$coll:$t" >"$work/broken.top" 2>&1 </dev/null
+got="$(sed 's/^# //' "$work/broken/output.log" 2>/dev/null | counts), $(top_verdict "$t" <"$work/broken.top")"
+if [ "$got" != "${want_c[$t]}, ${want_v[$t]}" ] && [ "${got##*, }" = "not ok" ]; then
+	ok "a tree with $t missing fails the comparison ($got)"
+else
+	nok "a tree with $t missing fails the comparison" "$got
+$(cat "$work/broken.top")"
+fi
+
+echo "1..$n"
