@@ -7,6 +7,7 @@
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
 #   make man              man pages build/man/*.{5,8} from Documentation/man/*.rst
+#   make deb              Debian packages aheadfs-dkms, aheadfs-tools in build/deb/
 #   make install | dkms | checkpatch | clean
 
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -47,6 +48,7 @@ MODPROBE_CONF := kmod/aheadfs.modprobe.conf
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
 	bench demo install dkms checkpatch clean deps userland-check bpf-check \
 	unit-check man man-check install-man install-modprobe-conf
+.PHONY: deb
 
 # KERNELS given on the command line or in the environment: a module for each.
 MODULE_TARGET := $(if $(filter command line environment,$(origin KERNELS)),modules,module)
@@ -164,14 +166,24 @@ install-modprobe-conf:
 		install -D -m 0644 $(MODPROBE_CONF) $$f; \
 	fi
 
-# DKMS builds from a copy of kmod/ with its own probe run (dkms.conf).
+# DKMS builds from a copy of kmod/ with its own probe run (dkms.conf).  The
+# package aheadfs-dkms installs this same tree (debian/rules): what the
+# module build reads is listed here only, and selftests/deb.sh proves the
+# tree builds on its own.
+DKMS_VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo 0)
 dkms:
-	@ver=$$(git describe --always --dirty 2>/dev/null || echo 0); \
+	@ver=$(DKMS_VERSION); \
 	src=$(DESTDIR)/usr/src/aheadfs-$$ver; \
-	rm -rf $$src && mkdir -p $$src/scripts && \
-	cp -r kmod $$src/ && cp scripts/kbuild scripts/kernel-release $$src/scripts/ && \
+	rm -rf $$src && mkdir -p $$src/kmod/probes $$src/scripts && \
+	cp kmod/Kbuild kmod/*.c kmod/*.h $$src/kmod/ && cp kmod/probes/*.c $$src/kmod/probes/ && \
+	cp scripts/kbuild scripts/kernel-release $$src/scripts/ && \
 	sed "s/@VERSION@/$$ver/" kmod/dkms.conf.in >$$src/dkms.conf && \
 	echo "dkms source in $$src: dkms add aheadfs/$$ver && dkms install aheadfs/$$ver"
+
+# Debian packages aheadfs-dkms and aheadfs-tools into build/deb/, built from
+# a copy of the tree and checked by lintian; see debian/build-deb.
+deb:
+	@debian/build-deb
 
 checkpatch: $(BUILD)/checkpatch/checkpatch.pl
 	@perl $(BUILD)/checkpatch/checkpatch.pl --no-tree --file --terse \
