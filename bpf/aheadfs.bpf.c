@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * aheadfs tracepoint programs: latency histograms per (device, op), prefetch
- * effectiveness per file and the operation log ring buffer.  Raw tracepoints
- * only, so no module BTF is needed; runtime filters live in the ahead_config
- * map because bpftool cannot set .rodata.
+ * aheadfs tracepoint programs: latency histograms per (device, op) or per
+ * process, prefetch effectiveness per file and the operation log ring
+ * buffer, with the file's name.  Raw tracepoints, and kprobes for the names,
+ * so no module BTF is needed (6.1's module has none); runtime filters live
+ * in the ahead_config map because bpftool cannot set .rodata.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 #include "aheadtrace.h"
 #include "bits.bpf.h"
 
@@ -26,12 +29,34 @@ struct {
 	__type(value, struct at_hist);
 } ahead_hist SEC(".maps");
 
+/* hist -P and -C: the same histograms per process or per comm. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AT_MAX_PHISTS);
+	__type(key, struct at_phist_key);
+	__type(value, struct at_hist);
+} ahead_phist SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, AT_MAX_FILES);
 	__type(key, struct at_file_key);
 	__type(value, struct at_file_stats);
 } ahead_files SEC(".maps");
+
+/*
+ * The tracepoints carry inode numbers only: the dentry an aheadfs entry
+ * point was called with, per inode, recorded by the kprobes below just
+ * before its tracepoint fires (and found again by the prefetch worker).
+ * A stale pointer is harmless: it is read with probe reads and checked
+ * against the inode before its name is used.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, AT_MAX_FILES);
+	__type(key, struct at_file_key);
+	__type(value, __u64);
+} ahead_dentry SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -85,13 +110,139 @@ event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
 			*lost += 1;
 		return NULL;
 	}
-	__builtin_memset(e, 0, sizeof(*e));
+	/* The path is read only as far as depth says. */
+	__builtin_memset(e, 0, __builtin_offsetof(struct at_event, path));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->latency_ns = latency_ns;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
+}
+
+/* ---- names ---- */
+
+static __always_inline bool names_wanted(const struct at_config *c)
+{
+	return c && !(c->flags & (AT_CFG_NO_OPLOG | AT_CFG_NO_NAMES));
+}
+
+static __always_inline void remember(struct dentry *d)
+{
+	struct at_config *c = at_cfg();
+	struct at_file_key key = {};
+	struct inode *inode;
+	__u64 v = (__u64)(unsigned long)d;
+
+	if (!d || !names_wanted(c))
+		return;
+	inode = BPF_CORE_READ(d, d_inode);
+	if (!inode)
+		return;
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	if (c->dev && c->dev != key.dev)
+		return;
+	bpf_map_update_elem(&ahead_dentry, &key, &v, BPF_ANY);
+}
+
+SEC("kprobe/aheadfs_sched_read")
+int BPF_KPROBE(at_file_read, struct kiocb *iocb)
+{
+	remember(BPF_CORE_READ(iocb, ki_filp, f_path.dentry));
+	return 0;
+}
+
+SEC("kprobe/aheadfs_copy_file_range")
+int BPF_KPROBE(at_file_copy, struct file *in)
+{
+	remember(BPF_CORE_READ(in, f_path.dentry));
+	return 0;
+}
+
+SEC("kprobe/aheadfs_remap_file_range")
+int BPF_KPROBE(at_file_remap, struct file *in)
+{
+	remember(BPF_CORE_READ(in, f_path.dentry));
+	return 0;
+}
+
+/*
+ * Every other operation ends in aheadfs_op_end(sb, op, inode, ...), which
+ * fires the meta tracepoint: the inode's first alias names it, unless the
+ * dentry a file operation recorded for it (a hard link's own) still holds.
+ */
+SEC("kprobe/aheadfs_op_end")
+int BPF_KPROBE(at_file_op, struct super_block *sb, int op, struct inode *inode)
+{
+	struct at_config *c = at_cfg();
+	struct at_file_key key = {};
+	struct hlist_node *first;
+	__u64 *old;
+
+	if (!inode || !names_wanted(c))
+		return 0;
+	key.dev = BPF_CORE_READ(sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	old = bpf_map_lookup_elem(&ahead_dentry, &key);
+	if (old) {
+		struct dentry *d = (struct dentry *)(unsigned long)*old;
+
+		if (BPF_CORE_READ(d, d_inode) == inode)
+			return 0;
+	}
+	first = BPF_CORE_READ(inode, i_dentry.first);
+	if (first)
+		remember((struct dentry *)((char *)first -
+			 bpf_core_field_offset(struct dentry, d_u.d_alias)));
+	return 0;
+}
+
+/*
+ * The event's name: the dentry's, and with AT_CFG_PATHS its parents' up to
+ * the superblock's root (not included), leaf first.  bpf_d_path() would
+ * be simpler but is allowed only in fentry/LSM programs on a list of
+ * kernel functions, none of which is here; fentry on the module itself
+ * needs module BTF, which 6.1 does not build.
+ */
+static __always_inline void put_name(const struct at_config *c,
+				     struct at_event *e, __u32 dev, __u64 ino)
+{
+	struct at_file_key key = { .dev = dev, .ino = ino };
+	struct dentry *d, *root, *parent;
+	__u64 *v;
+	__u32 off = 0;
+	long n;
+	int i;
+
+	if (!names_wanted(c))
+		return;
+	v = bpf_map_lookup_elem(&ahead_dentry, &key);
+	if (!v)
+		return;
+	d = (struct dentry *)(unsigned long)*v;
+	if (BPF_CORE_READ(d, d_inode, i_ino) != ino ||
+	    BPF_CORE_READ(d, d_sb, s_dev) != dev)
+		return;
+	root = BPF_CORE_READ(d, d_sb, s_root);
+	for (i = 0; i < AT_PATH_DEPTH; i++) {
+		if (off > AT_PATH_LEN - AT_NAME_MAX) {
+			e->name_flags |= AT_NAME_TRUNC;
+			return;
+		}
+		n = bpf_probe_read_kernel_str(&e->path[off], AT_NAME_MAX,
+					      BPF_CORE_READ(d, d_name.name));
+		if (n <= 0)
+			return;
+		off += n;
+		e->depth++;
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!(c->flags & AT_CFG_PATHS) || d == root || parent == d ||
+		    parent == root)
+			return;
+		d = parent;
+	}
+	e->name_flags |= AT_NAME_TRUNC;
 }
 
 static __always_inline struct at_file_stats *file_stats(__u32 dev, __u64 ino)
@@ -154,6 +305,7 @@ int at_read(struct bpf_raw_tracepoint_args *ctx)
 	e->present = a->present;
 	e->absent = a->absent;
 	e->ret = a->ret;
+	put_name(c, e, dev, a->ino);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -206,6 +358,7 @@ int at_prefetch(struct bpf_raw_tracepoint_args *ctx)
 	e->pos = a->pos;
 	e->len = a->len;
 	e->window = a->window;
+	put_name(c, e, dev, a->ino);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -232,6 +385,7 @@ int at_copy(struct bpf_raw_tracepoint_args *ctx)
 	e->pos_out = a->pos_out;
 	e->len = a->len;
 	e->ret = a->ret;
+	put_name(c, e, dev, a->ino_in);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -247,8 +401,16 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 	if (!c || !wanted(c, dev, op))
 		return 0;
 	/* Every operation, reads and copies included, is timed here. */
-	if (!(c->flags & AT_CFG_NO_HIST))
+	if (c->flags & (AT_CFG_HIST_PID | AT_CFG_HIST_COMM)) {
+		struct at_phist_key k = { .dev = dev, .op = op };
+
+		if (c->flags & AT_CFG_HIST_PID)
+			k.pid = bpf_get_current_pid_tgid() >> 32;
+		bpf_get_current_comm(k.comm, sizeof(k.comm));
+		at_hist_add_key(&ahead_phist, &k, a->latency_ns);
+	} else if (!(c->flags & AT_CFG_NO_HIST)) {
 		at_hist_add(&ahead_hist, dev, op, a->latency_ns);
+	}
 	/* Reads and copies are logged from their own, richer tracepoints. */
 	if (op == AT_OP_read || op == AT_OP_copy || op == AT_OP_remap)
 		return 0;
@@ -260,6 +422,7 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 	e->dev = dev;
 	e->ino = a->ino;
 	e->ret = a->ret;
+	put_name(c, e, dev, a->ino);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

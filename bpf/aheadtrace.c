@@ -29,7 +29,7 @@
 #include "vfs.skel.h"
 
 #define AHEADFS_MAGIC	0xa4ead0f5
-#define MAX_KEYS	4096
+#define MAX_KEYS	AT_MAX_PHISTS
 
 static const char *const meta_names[] = {
 #define X(n) #n,
@@ -57,6 +57,10 @@ static struct env {
 	long count;			/* intervals; 0: forever */
 	bool json;
 	bool verbose;
+	bool timestamp;			/* oplog -T */
+	bool paths;			/* oplog -P */
+	bool per_pid;			/* hist -P */
+	bool per_comm;			/* hist -C */
 	__u32 pid;
 	__u64 min_lat_ns;
 	const char *prom;
@@ -66,18 +70,20 @@ static struct env {
 
 static volatile sig_atomic_t exiting;
 static struct timespec t_start;
+static __u64 mono_start_ns;		/* t_start in ns: bpf_ktime_get_ns()'s clock */
+static __s64 real_minus_mono_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC */
 
 static const char usage_text[] =
-"Usage: aheadtrace VERB [OPTIONS]\n"
+"Usage: aheadtrace VERB [OPTIONS] [INTERVAL [COUNT]]\n"
 "Trace aheadfs live with eBPF.\n"
 "\n"
-"  hist      [-m MNT] [-o OPS] [-i INTERVAL] [-c COUNT] [-j] [--prom FILE]\n"
+"  hist      [-m MNT] [-o OPS] [-P|-C] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
 "            latency histograms (log2, nanoseconds) per device and operation\n"
-"  oplog     [-m MNT] [-o OPS] [-p PID] [--min-lat US] [-j]\n"
-"            one line per operation: offset, size, cached bytes, latency\n"
-"  prefetch  [-m MNT] [-i INTERVAL] [-c COUNT] [-j] [--prom FILE]\n"
+"  oplog     [-m MNT] [-o OPS] [-p PID] [--min-lat US] [-T] [-P] [-j]\n"
+"            one line per operation: file, offset, size, cached bytes, latency\n"
+"  prefetch  [-m MNT] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
 "            prefetch effectiveness per file\n"
-"  vfs       -d DEV [-d DEV]... [-i INTERVAL] [-c COUNT] [-j] [--prom FILE]\n"
+"  vfs       -d DEV [-d DEV]... [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
 "            VFS-level latency histograms for any filesystem; DEV is\n"
 "            MAJOR:MINOR or a path on the filesystem\n"
 "\n"
@@ -85,9 +91,13 @@ static const char usage_text[] =
 "  -o, --ops OPS        only these operations (comma-separated, e.g. read,unlink)\n"
 "  -p, --pid PID        only this process\n"
 "      --min-lat US     only operations at least US microseconds long\n"
+"  -T, --timestamp      oplog: a TIME column (HH:MM:SS)\n"
+"  -P, --path           oplog: the path from the mount's root, not the name\n"
+"  -P, --per-process    hist: one histogram per process (PID and COMM)\n"
+"  -C, --per-comm       hist: one histogram per command name\n"
 "  -d, --dev DEV        vfs: trace this device (up to 16)\n"
-"  -i, --interval S     print every S seconds\n"
-"  -c, --count N        stop after N intervals\n"
+"  -i, --interval S     print every S seconds (or INTERVAL)\n"
+"  -c, --count N        stop after N intervals (or COUNT)\n"
 "  -j, --json           JSON lines\n"
 "      --prom FILE      also write Prometheus text format to FILE (every\n"
 "                       interval, default 15 s, and at exit)\n"
@@ -189,13 +199,17 @@ static __u64 parse_ops(const char *s)
 	return mask;
 }
 
-enum { OPT_MIN_LAT = 256, OPT_PROM };
+enum { OPT_MIN_LAT = 256, OPT_PROM, OPT_PATH, OPT_PER_PROCESS };
 
 static const struct option long_opts[] = {
 	{ "mount", required_argument, NULL, 'm' },
 	{ "ops", required_argument, NULL, 'o' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "min-lat", required_argument, NULL, OPT_MIN_LAT },
+	{ "timestamp", no_argument, NULL, 'T' },
+	{ "path", no_argument, NULL, OPT_PATH },
+	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+	{ "per-comm", no_argument, NULL, 'C' },
 	{ "dev", required_argument, NULL, 'd' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "count", required_argument, NULL, 'c' },
@@ -216,8 +230,12 @@ static bool verb_takes(enum verb v, int opt)
 		return v != V_VFS;
 	case 'o':
 		return v == V_HIST || v == V_OPLOG;
-	case 'p': case OPT_MIN_LAT:
+	case 'p': case OPT_MIN_LAT: case 'T': case OPT_PATH:
 		return v == V_OPLOG;
+	case 'C': case OPT_PER_PROCESS:
+		return v == V_HIST;
+	case 'P':
+		return v == V_OPLOG || v == V_HIST;
 	case 'd':
 		return v == V_VFS;
 	case 'i': case 'c': case OPT_PROM:
@@ -231,12 +249,13 @@ static const char *opt_name(int opt)
 	static char buf[32];
 	const struct option *o;
 
+	if (opt < 256) {
+		snprintf(buf, sizeof(buf), "-%c", opt);
+		return buf;
+	}
 	for (o = long_opts; o->name; o++)
 		if (o->val == opt) {
-			if (opt < 256)
-				snprintf(buf, sizeof(buf), "-%c", opt);
-			else
-				snprintf(buf, sizeof(buf), "--%s", o->name);
+			snprintf(buf, sizeof(buf), "--%s", o->name);
 			return buf;
 		}
 	return "?";
@@ -247,7 +266,7 @@ static void parse_args(int argc, char **argv)
 	static const char *const verbs[] = { "hist", "oplog", "prefetch", "vfs" };
 	const char *dev_args[AT_MAX_DEVS];
 	int opt, i, ndev_args = 0;
-	bool have_interval = false;
+	bool have_interval = false, have_count = false;
 
 	if (argc < 2)
 		die_usage("missing verb (hist, oplog, prefetch or vfs)");
@@ -265,7 +284,7 @@ static void parse_args(int argc, char **argv)
 	argc--;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":m:o:p:d:i:c:jvh", long_opts,
+	while ((opt = getopt_long(argc, argv, ":m:o:p:d:i:c:jvhTPC", long_opts,
 				  NULL)) != -1) {
 		if (opt == '?') {
 			if (optopt)
@@ -277,6 +296,9 @@ static void parse_args(int argc, char **argv)
 		if (!verb_takes(env.verb, opt))
 			die_usage("option '%s' does not apply to '%s'",
 				  opt_name(opt), verbs[env.verb]);
+		/* One letter, two meanings, as in libbpf-tools. */
+		if (opt == 'P')
+			opt = env.verb == V_OPLOG ? OPT_PATH : OPT_PER_PROCESS;
 		switch (opt) {
 		case 'm':
 			env.mnt = optarg;
@@ -302,6 +324,19 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'c':
 			env.count = parse_num("count", optarg, 1, LONG_MAX);
+			have_count = true;
+			break;
+		case 'T':
+			env.timestamp = true;
+			break;
+		case OPT_PATH:
+			env.paths = true;
+			break;
+		case OPT_PER_PROCESS:
+			env.per_pid = true;
+			break;
+		case 'C':
+			env.per_comm = true;
 			break;
 		case 'j':
 			env.json = true;
@@ -317,8 +352,26 @@ static void parse_args(int argc, char **argv)
 			exit(0);
 		}
 	}
+	/* libbpf-tools' positional [interval] [count]. */
+	if (optind < argc && env.verb != V_OPLOG) {
+		if (have_interval)
+			die_usage("interval given twice (-i and '%s')", argv[optind]);
+		env.interval = parse_num("interval", argv[optind++], 1, 86400);
+		have_interval = true;
+		if (optind < argc) {
+			if (have_count)
+				die_usage("count given twice (-c and '%s')",
+					  argv[optind]);
+			env.count = parse_num("count", argv[optind++], 1,
+					      LONG_MAX);
+		}
+	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if (env.per_pid && env.per_comm)
+		die_usage("-P and -C do not combine (-P shows the comm too)");
+	if (env.prom && (env.per_pid || env.per_comm))
+		die_usage("--prom does not combine with -P or -C (a series per process is unbounded)");
 	if (env.verb == V_VFS && !ndev_args)
 		die_usage("vfs needs at least one -d DEV");
 	if (env.count && !have_interval && !env.prom)
@@ -438,8 +491,9 @@ static void json_str(FILE *f, const char *s, size_t max)
 
 /* ---- histograms: hist and vfs ---- */
 
+/* Every histogram's key in one shape: pid and comm are empty unless -P/-C. */
 struct hist_entry {
-	struct at_hist_key key;
+	struct at_phist_key key;
 	struct at_hist cur;	/* cumulative, as read from the map */
 	struct at_hist prev;	/* at the last print */
 };
@@ -450,18 +504,24 @@ static int nhists;
 static int key_cmp(const void *a, const void *b)
 {
 	const struct hist_entry *x = a, *y = b;
+	int c;
 
 	if (x->key.dev != y->key.dev)
 		return x->key.dev < y->key.dev ? -1 : 1;
+	c = strncmp(x->key.comm, y->key.comm, AT_COMM_LEN);
+	if (c)
+		return c;
+	if (x->key.pid != y->key.pid)
+		return x->key.pid < y->key.pid ? -1 : 1;
 	return (int)x->key.op - (int)y->key.op;
 }
 
-static struct hist_entry *hist_find(const struct at_hist_key *k)
+static struct hist_entry *hist_find(const struct at_phist_key *k)
 {
 	int i;
 
 	for (i = 0; i < nhists; i++)
-		if (hists[i].key.dev == k->dev && hists[i].key.op == k->op)
+		if (!memcmp(&hists[i].key, k, sizeof(*k)))
 			return &hists[i];
 	if (nhists == MAX_KEYS)
 		return NULL;
@@ -470,15 +530,29 @@ static struct hist_entry *hist_find(const struct at_hist_key *k)
 	return &hists[nhists++];
 }
 
-static int hist_read(int fd)
+/* @per: the map is keyed by struct at_phist_key, not struct at_hist_key. */
+static int hist_read(int fd, bool per)
 {
-	struct at_hist_key key, next, *prev = NULL;
+	union {
+		struct at_hist_key k;
+		struct at_phist_key pk;
+	} key, next;
+	struct at_phist_key full;
 	struct hist_entry *h;
+	void *prev = NULL;
 
+	memset(&next, 0, sizeof(next));
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		h = hist_find(&key);
+		memset(&full, 0, sizeof(full));
+		if (per) {
+			full = key.pk;
+		} else {
+			full.dev = key.k.dev;
+			full.op = key.k.op;
+		}
+		h = hist_find(&full);
 		if (!h)
 			break;
 		if (bpf_map_lookup_elem(fd, &key, &h->cur))
@@ -493,6 +567,20 @@ static const char *op_name(__u32 op, bool vfs)
 	if (vfs)
 		return op < AT_NR_VFS_OPS ? vfs_names[op] : "?";
 	return op < AT_NR_META_OPS ? meta_names[op] : "?";
+}
+
+/* A comm for text output: no control characters, never empty. */
+static const char *comm_str(const char *comm, char *buf)
+{
+	int i;
+
+	for (i = 0; i < AT_COMM_LEN - 1 && comm[i]; i++)
+		buf[i] = (unsigned char)comm[i] < 0x20 || comm[i] == 0x7f ?
+			 '?' : comm[i];
+	buf[i] = '\0';
+	if (!i)
+		strcpy(buf, "-");
+	return buf;
 }
 
 static void print_stars(__u64 v, __u64 max, int width)
@@ -539,8 +627,16 @@ static void hist_print(bool vfs)
 		if (env.json) {
 			bool first = true;
 
-			printf("{\"type\":\"%s\",\"time\":%.3f,\"dev\":\"%s\",\"op\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"buckets\":[",
-			       vfs ? "vfs" : "hist", elapsed(), dev,
+			printf("{\"type\":\"%s\",\"time\":%.3f,\"dev\":\"%s\",",
+			       vfs ? "vfs" : "hist", elapsed(), dev);
+			if (env.per_pid)
+				printf("\"pid\":%u,", h->key.pid);
+			if (env.per_pid || env.per_comm) {
+				printf("\"comm\":");
+				json_str(stdout, h->key.comm, AT_COMM_LEN);
+				putchar(',');
+			}
+			printf("\"op\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"buckets\":[",
 			       op_name(h->key.op, vfs),
 			       (unsigned long long)cnt,
 			       (unsigned long long)sum);
@@ -556,7 +652,15 @@ static void hist_print(bool vfs)
 			printf("]}\n");
 			continue;
 		}
-		printf("\ndev %s op %s: count %llu, average %.1f us\n", dev,
+		printf("\ndev %s", dev);
+		if (env.per_pid)
+			printf(" pid %u", h->key.pid);
+		if (env.per_pid || env.per_comm) {
+			char comm[AT_COMM_LEN];
+
+			printf(" comm %s", comm_str(h->key.comm, comm));
+		}
+		printf(" op %s: count %llu, average %.1f us\n",
 		       op_name(h->key.op, vfs), (unsigned long long)cnt,
 		       sum / 1000.0 / cnt);
 		printf("%24s : %-10s distribution\n", "nsecs", "count");
@@ -749,16 +853,54 @@ static void prom_write(void)
 
 static __u64 events;
 
+/*
+ * The event's file as text: the name, or with -P the path from the mount's
+ * root ("sub/dir/beta.dat"; ".../" first when the walk stopped short).
+ * Empty when no name is known.
+ */
+static void event_name(const struct at_event *e, char *buf, size_t sz)
+{
+	const char *comp[AT_PATH_DEPTH];
+	size_t off = 0, len = 0;
+	int n = 0, i;
+
+	buf[0] = '\0';
+	while (n < e->depth && n < AT_PATH_DEPTH && off < AT_PATH_LEN) {
+		const char *c = e->path + off;
+		size_t l = strnlen(c, AT_PATH_LEN - off);
+
+		if (off + l == AT_PATH_LEN)
+			break;		/* unterminated: not from our program */
+		comp[n++] = c;
+		off += l + 1;
+	}
+	if (!n)
+		return;
+	if (e->name_flags & AT_NAME_TRUNC)
+		len = snprintf(buf, sz, ".../");
+	for (i = n - 1; i >= 0 && len < sz; i--)
+		len += snprintf(buf + len, sz - len, "%s%s", comp[i],
+				i ? "/" : "");
+}
+
+/* Text columns hold no spaces or control characters: they would shift. */
+static void print_field(const char *s)
+{
+	for (; *s; s++)
+		putchar((unsigned char)*s <= 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct at_event *e = data;
-	char dev[32], lat[32];
+	char dev[32], lat[32], name[AT_PATH_LEN + 8], comm[AT_COMM_LEN];
 	const char *op;
 
 	if (size < sizeof(*e))
 		return 0;
 	events++;
 	fmt_dev(e->dev, dev, sizeof(dev));
+	event_name(e, name, sizeof(name));
 	switch (e->kind) {
 	case AT_KIND_READ:
 		op = "read";
@@ -773,15 +915,27 @@ static int on_event(void *ctx, void *data, size_t size)
 		op = op_name(e->op, false);
 	}
 	if (env.json) {
-		printf("{\"type\":\"op\",\"ts_ns\":%llu,\"pid\":%u,\"tid\":%u,\"comm\":",
-		       (unsigned long long)e->ts_ns, e->pid, e->tid);
+		printf("{\"type\":\"op\",\"ts_ns\":%llu,\"time\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		       (unsigned long long)e->ts_ns,
+		       ((__s64)(e->ts_ns - mono_start_ns)) / 1e9, e->pid, e->tid);
 		json_str(stdout, e->comm, sizeof(e->comm));
-		printf(",\"kind\":\"%s\",\"op\":\"%s\",\"dev\":\"%s\",\"ino\":%llu",
+		printf(",\"kind\":\"%s\",\"op\":\"%s\",\"dev\":\"%s\",\"ino\":%llu,\"name\":",
 		       e->kind == AT_KIND_READ ? "read" :
 		       e->kind == AT_KIND_PREFETCH ? "prefetch" :
 		       e->kind == AT_KIND_COPY ? "copy" : "meta",
 		       e->kind == AT_KIND_COPY ? "copy" : op, dev,
 		       (unsigned long long)e->ino);
+		if (e->depth)
+			json_str(stdout, e->path, AT_NAME_MAX);
+		else
+			fputs("null", stdout);
+		if (env.paths) {
+			fputs(",\"path\":", stdout);
+			if (name[0])
+				json_str(stdout, name, sizeof(name));
+			else
+				fputs("null", stdout);
+		}
 		if (e->kind == AT_KIND_READ)
 			printf(",\"pos\":%lld,\"len\":%llu,\"present\":%llu,\"absent\":%llu,\"mode\":\"%s\"",
 			       (long long)e->pos, (unsigned long long)e->len,
@@ -805,27 +959,44 @@ static int on_event(void *ctx, void *data, size_t size)
 		printf("}\n");
 		return 0;
 	}
+	if (env.timestamp) {
+		__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
+		time_t t = ns / 1000000000;
+		struct tm tm;
+		char ts[16];
+
+		localtime_r(&t, &tm);
+		strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+		printf("%-8s ", ts);
+	}
+	/* libbpf-tools print latencies in milliseconds (fsslower's LAT(ms)). */
 	if (e->kind == AT_KIND_PREFETCH)
 		snprintf(lat, sizeof(lat), "-");
 	else
-		snprintf(lat, sizeof(lat), "%.1f", e->latency_ns / 1000.0);
-	printf("%-8d %-7u %-16.16s %-10s %-8s %-10llu %14lld %12llu ",
-	       e->pid, e->tid, e->comm, op, dev, (unsigned long long)e->ino,
-	       (long long)e->pos, (unsigned long long)e->len);
+		snprintf(lat, sizeof(lat), "%.3f", e->latency_ns / 1e6);
+	printf("%-7d %-7u %-16s %-10s %-8s %-10llu %14lld %12llu ",
+	       e->pid, e->tid, comm_str(e->comm, comm), op, dev,
+	       (unsigned long long)e->ino, (long long)e->pos,
+	       (unsigned long long)e->len);
 	if (e->kind == AT_KIND_READ)
 		printf("%12llu %12llu",
 		       (unsigned long long)e->present,
 		       (unsigned long long)e->absent);
-	else if (e->kind == AT_KIND_PREFETCH)
-		printf("%12s %12s window=%llu", "-", "-",
-		       (unsigned long long)e->window);
-	else if (e->kind == AT_KIND_COPY)
-		printf("%12s %12s out=%llu@%lld", "-", "-",
-		       (unsigned long long)e->ino_out, (long long)e->pos_out);
 	else
 		printf("%12s %12s", "-", "-");
-	if (e->kind != AT_KIND_PREFETCH)
-		printf(" %10s %lld", lat, (long long)e->ret);
+	if (e->kind == AT_KIND_PREFETCH)
+		printf(" %10s %6s ", lat, "-");
+	else
+		printf(" %10s %6lld ", lat, (long long)e->ret);
+	if (name[0])
+		print_field(name);
+	else
+		putchar('-');
+	if (e->kind == AT_KIND_PREFETCH)
+		printf(" window=%llu", (unsigned long long)e->window);
+	else if (e->kind == AT_KIND_COPY)
+		printf(" out=%llu@%lld", (unsigned long long)e->ino_out,
+		       (long long)e->pos_out);
 	putchar('\n');
 	return 0;
 }
@@ -890,7 +1061,7 @@ static void announce(const char *what)
 	fprintf(stderr, "Tracing %s... Hit Ctrl-C to end.\n", what);
 }
 
-static int periodic(int fd, bool files_mode, bool vfs)
+static int periodic(int fd, bool files_mode, bool vfs, bool per)
 {
 	long n = 0;
 
@@ -901,7 +1072,7 @@ static int periodic(int fd, bool files_mode, bool vfs)
 			files_read(fd);
 			files_print();
 		} else {
-			hist_read(fd);
+			hist_read(fd, per);
 			hist_print(vfs);
 		}
 		prom_write();
@@ -930,6 +1101,10 @@ static int run_aheadfs(void)
 	switch (env.verb) {
 	case V_HIST:
 		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_FILES;
+		if (env.per_pid)
+			cfg.flags |= AT_CFG_HIST_PID;
+		else if (env.per_comm)
+			cfg.flags |= AT_CFG_HIST_COMM;
 		bpf_program__set_autoload(skel->progs.at_read, false);
 		bpf_program__set_autoload(skel->progs.at_prefetch, false);
 		bpf_program__set_autoload(skel->progs.at_copy, false);
@@ -941,7 +1116,16 @@ static int run_aheadfs(void)
 		break;
 	default:
 		cfg.flags = AT_CFG_NO_HIST | AT_CFG_NO_FILES;
+		if (env.paths)
+			cfg.flags |= AT_CFG_PATHS;
 		break;
+	}
+	/* Only the operation log names files. */
+	if (env.verb != V_OPLOG) {
+		bpf_program__set_autoload(skel->progs.at_file_read, false);
+		bpf_program__set_autoload(skel->progs.at_file_copy, false);
+		bpf_program__set_autoload(skel->progs.at_file_remap, false);
+		bpf_program__set_autoload(skel->progs.at_file_op, false);
 	}
 	if (env.verb != V_OPLOG)
 		bpf_map__set_max_entries(skel->maps.ahead_events, 4096);
@@ -956,15 +1140,26 @@ static int run_aheadfs(void)
 	attach(skel->progs.at_prefetch, true);
 	attach(skel->progs.at_copy, true);
 	attach(skel->progs.at_meta, true);
+	/* Without a name the log is still the log. */
+	attach(skel->progs.at_file_read, false);
+	attach(skel->progs.at_file_copy, false);
+	attach(skel->progs.at_file_remap, false);
+	attach(skel->progs.at_file_op, false);
 
 	switch (env.verb) {
 	case V_HIST:
 		announce("aheadfs operation latency");
-		periodic(bpf_map__fd(skel->maps.ahead_hist), false, false);
+		if (env.per_pid || env.per_comm)
+			periodic(bpf_map__fd(skel->maps.ahead_phist), false,
+				 false, true);
+		else
+			periodic(bpf_map__fd(skel->maps.ahead_hist), false,
+				 false, false);
 		break;
 	case V_PREFETCH:
 		announce("aheadfs prefetch");
-		periodic(bpf_map__fd(skel->maps.ahead_files), true, false);
+		periodic(bpf_map__fd(skel->maps.ahead_files), true, false,
+			 false);
 		break;
 	default: {
 		__u64 lost[256] = {};
@@ -974,11 +1169,14 @@ static int run_aheadfs(void)
 				      on_event, NULL, NULL);
 		if (!rb)
 			die("cannot open the ring buffer: %s", strerror(errno));
-		if (!env.json)
-			printf("%-8s %-7s %-16s %-10s %-8s %-10s %14s %12s %12s %12s %10s %s\n",
+		if (!env.json) {
+			if (env.timestamp)
+				printf("%-8s ", "TIME");
+			printf("%-7s %-7s %-16s %-10s %-8s %-10s %14s %12s %12s %12s %10s %6s %s\n",
 			       "PID", "TID", "COMM", "OP", "DEV", "INO",
 			       "OFFSET", "SIZE", "PRESENT", "ABSENT",
-			       "LAT(us)", "RET");
+			       "LAT(ms)", "RET", env.paths ? "PATH" : "FILENAME");
+		}
 		announce("aheadfs operations");
 		while (!exiting) {
 			err = ring_buffer__poll(rb, 200);
@@ -1051,7 +1249,7 @@ static int run_vfs(void)
 	if (!nlinks)
 		die("no VFS function could be traced on this kernel");
 	announce("VFS calls");
-	periodic(bpf_map__fd(skel->maps.vfs_hist), false, true);
+	periodic(bpf_map__fd(skel->maps.vfs_hist), false, true, false);
 	detach_all();
 	vfs_bpf__destroy(skel);
 	return 0;
@@ -1071,6 +1269,14 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	{
+		struct timespec rt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		mono_start_ns = t_start.tv_sec * 1000000000ULL + t_start.tv_nsec;
+		real_minus_mono_ns = (rt.tv_sec * 1000000000LL + rt.tv_nsec) -
+				     (__s64)mono_start_ns;
+	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	return env.verb == V_VFS ? run_vfs() : run_aheadfs();
 }

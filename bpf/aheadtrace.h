@@ -13,6 +13,10 @@
 #define AT_MAX_FILES	10240	/* prefetch statistics kept for this many files */
 #define AT_MAX_DEVS	16	/* vfs program set: devices traced at once */
 #define AT_RINGBUF_SZ	(1 << 22)
+#define AT_NAME_MAX	256	/* a dentry name, NUL included (NAME_MAX + 1) */
+#define AT_PATH_LEN	1024	/* at_event.path: names, leaf first, NUL-separated */
+#define AT_PATH_DEPTH	16	/* oplog -P: directories walked up at most */
+#define AT_MAX_PHISTS	8192	/* hist -P/-C: (device, op, process) entries */
 
 /* kmod/aheadfs.h enum aheadfs_meta_op: the values are ABI. */
 #define AT_META_OPS(X)	\
@@ -115,13 +119,22 @@ struct at_hist_key {
 	__u32 op;		/* enum at_meta_op or enum at_vfs_op */
 };
 
+/* ahead_phist (hist -P and -C): one entry per (device, op, process). */
+struct at_phist_key {
+	__u32 dev;
+	__u32 op;		/* enum at_meta_op */
+	__u32 pid;		/* thread group id; 0 with -C (per comm) */
+	__u32 pad;
+	char comm[AT_COMM_LEN];
+};
+
 struct at_hist {
 	__u64 count;
 	__u64 sum_ns;
 	__u64 slots[AT_HIST_SLOTS];
 };
 
-/* ahead_files: prefetch effectiveness per file. */
+/* ahead_files (prefetch effectiveness per file) and ahead_dentry: by inode. */
 struct at_file_key {
 	__u32 dev;
 	__u32 pad;
@@ -154,6 +167,10 @@ struct at_config {
 #define AT_CFG_NO_HIST		(1U << 0)
 #define AT_CFG_NO_OPLOG		(1U << 1)
 #define AT_CFG_NO_FILES		(1U << 2)
+#define AT_CFG_NO_NAMES		(1U << 3)	/* oplog: no file names */
+#define AT_CFG_PATHS		(1U << 4)	/* oplog: path from the mount's root */
+#define AT_CFG_HIST_PID		(1U << 5)	/* hist into ahead_phist by pid */
+#define AT_CFG_HIST_COMM	(1U << 6)	/* hist into ahead_phist by comm */
 
 /* vfs_config (array, one entry): 0 traces every device, 1 only vfs_devs. */
 struct at_vfs_config {
@@ -187,6 +204,16 @@ struct at_event {
 	__u16 kind;		/* enum at_kind */
 	__u16 op;		/* meta op, copy method or read prefetch mode */
 	char comm[AT_COMM_LEN];
+	__u16 depth;		/* names in path; 0: no name known */
+	__u16 name_flags;	/* AT_NAME_* */
+	__u32 pad;
+	/*
+	 * The file's dentry name, then (oplog -P) its parents' up to the
+	 * mount's root, excluded: "beta.dat\0dir\0sub\0" is sub/dir/beta.dat.
+	 */
+	char path[AT_PATH_LEN];
 };
+
+#define AT_NAME_TRUNC	(1U << 0)	/* the walk stopped before the root */
 
 #endif /* AHEADTRACE_H */

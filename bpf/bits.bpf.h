@@ -33,22 +33,21 @@ static __always_inline __u32 at_log2(__u64 v)
 	return r;
 }
 
-/* Count one operation of @ns nanoseconds in the (dev, op) histogram. */
-static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
-					__u64 ns)
+/* Count one operation of @ns nanoseconds in the histogram at @key. */
+static __always_inline void at_hist_add_key(void *map, const void *key,
+					    __u64 ns)
 {
-	struct at_hist_key key = { .dev = dev, .op = op };
 	struct at_hist *h;
 	__u32 slot;
 
-	h = bpf_map_lookup_elem(map, &key);
+	h = bpf_map_lookup_elem(map, key);
 	if (!h) {
 		struct at_hist zero;
 
 		__builtin_memset(&zero, 0, sizeof(zero));
 		/* Losing the race to another CPU is fine: it created it. */
-		bpf_map_update_elem(map, &key, &zero, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(map, &key);
+		bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(map, key);
 		if (!h)
 			return;
 	}
@@ -58,6 +57,15 @@ static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
 	__sync_fetch_and_add(&h->slots[slot], 1);
 	__sync_fetch_and_add(&h->count, 1);
 	__sync_fetch_and_add(&h->sum_ns, ns);
+}
+
+/* The same in a (dev, op) histogram. */
+static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
+					__u64 ns)
+{
+	struct at_hist_key key = { .dev = dev, .op = op };
+
+	at_hist_add_key(map, &key, ns);
 }
 
 #endif /* AHEADTRACE_BITS_BPF_H */

@@ -2,10 +2,14 @@
 # Tracing selftests (runs in a guest with aheadfs loaded): the operation
 # log, histograms and prefetch counts that aheadtrace and the bpftool-only
 # path report, checked against a scripted workload and the module's stats;
+# file names, paths and per-process histograms against known names and comms;
 # the VFS program set on both layers; clean unload.  KTAP on stdout.
 #
 #   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> selftests/tracing.sh
 set -u
+# Installed for run_kselftest.sh and run with no lower: aheadfs_env.sh makes one.
+[ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
+	AHEADFS_ENV_RUNNING=1 exec bash "$(dirname "$0")/aheadfs_env.sh" "$0" "$@"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=${AHEADFS_TOP:-}
@@ -52,7 +56,7 @@ sys=/sys/fs/aheadfs/$id
 cleanup() {
 	[ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer"
 	rm -rf "$pin" /sys/fs/bpf/aheadvfs
-	umount "$work/mnt2" "$mnt" 2>/dev/null
+	umount "$work/mnt3" "$work/mnt2" "$mnt" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -99,7 +103,7 @@ ours() {
 	{
 		"$bpftool" -j prog show | jq -r '.[].name // empty'
 		"$bpftool" -j map show | jq -r '.[].name // empty'
-	} 2>/dev/null | grep -E '^(at_(read|prefetch|copy|meta)$|ahead_|vfs_)'
+	} 2>/dev/null | grep -E '^(at_(read|prefetch|copy|meta|file_[a-z]+)$|ahead_|vfs_)'
 }
 wait_gone() {
 	local i
@@ -310,7 +314,121 @@ else
 fi
 
 # ---------------------------------------------------------------------
-# 5. aheadtrace leaves nothing behind, after Ctrl-C and after SIGTERM.
+# 5. Names and processes: a scripted workload under two command names
+# (copies of dd, so that comm is theirs) reading known files a known number
+# of times, and a second aheadfs mount that -m must leave out.
+mkdir -p "$lower/sub/dir" "$work/lower3" "$work/mnt3" "$work/bin"
+head -c 1048576 /dev/zero >"$lower/alpha.dat"
+head -c 1048576 /dev/zero >"$lower/sub/dir/beta.dat"
+head -c 1048576 /dev/zero >"$work/lower3/gamma.dat"
+cp "$(command -v dd)" "$work/bin/ahtest-reader"
+cp "$(command -v dd)" "$work/bin/ahtest-other"
+mount -t aheadfs "$work/lower3" "$work/mnt3" || bail "mount -t aheadfs $work/lower3 $work/mnt3"
+id3=$(stat -c '%Hd:%Ld' "$work/mnt3")
+# reader NAME FILE N: NAME reads N 4 KiB blocks of FILE in one process; its
+# pid is appended to $log/pids as "PID NAME".
+reader() {
+	"$work/bin/$1" if="$2" of=/dev/null bs=4096 count="$3" status=none &
+	echo "$! $1" >>"$log/pids"
+	wait $!
+}
+# The workload: alpha.dat read 3 + 4 times by two processes of two names,
+# sub/dir/beta.dat 2 times, and the other mount's gamma.dat 5 times.
+workload() {
+	: >"$log/pids"
+	reader ahtest-reader "$mnt/alpha.dat" 3
+	reader ahtest-reader "$mnt/sub/dir/beta.dat" 2
+	reader ahtest-other "$mnt/alpha.dat" 4
+	reader ahtest-reader "$work/mnt3/gamma.dat" 5
+}
+want_names="ahtest-reader alpha.dat alpha.dat 3
+ahtest-reader beta.dat sub/dir/beta.dat 2
+ahtest-other alpha.dat alpha.dat 4"
+drop_caches
+if start_tracer names oplog -m "$mnt" -P -j; then
+	stats "$log/n0"
+	workload
+	stats "$log/n1"
+	stop_tracer names
+	check "names: aheadtrace oplog -P exits 0 on Ctrl-C" 0 $?
+	o=$log/names.out
+	check "names: reads carry comm, name and path (-P), in order" "$want_names" \
+		"$(jq -r 'select(.kind == "read") | "\(.comm) \(.name) \(.path)"' "$o" | uniq -c |
+			awk '{ print $2, $3, $4, $1 }')"
+	check "names: opens name the files opened" \
+		"ahtest-reader alpha.dat,ahtest-reader sub/dir/beta.dat,ahtest-other alpha.dat" \
+		"$(jq -r 'select(.op == "open") | "\(.comm) \(.path)"' "$o" | paste -sd,)"
+	check "names: read records equal stats read_reqs" "$(delta "$log/n0" "$log/n1" read_reqs)" \
+		"$(jq -s 'map(select(.kind == "read")) | length' "$o")"
+	check "names: -m leaves the other mount out" "" \
+		"$(jq -r "select(.dev != \"$id\" or .name == \"gamma.dat\") | .dev" "$o" | sort -u)"
+	check "names: every event has the name of a file or directory of the workload" "" \
+		"$(jq -r 'select(.ino != 0) | .path // "null"' "$o" | sort -u |
+			grep -vxE 'alpha\.dat|sub/dir/beta\.dat|sub/dir|sub|/')"
+else
+	nok "names: aheadtrace oplog -P attaches"
+fi
+# Without -m the other mount is there, named (the filter above is no
+# accident); -T adds a clock time; the text names the file last.
+if start_tracer names-all oplog -T; then
+	workload
+	stop_tracer names-all
+	t=$log/names-all.out
+	check "names: text header has TIME, LAT(ms) and FILENAME" \
+		"TIME PID TID COMM OP DEV INO OFFSET SIZE PRESENT ABSENT LAT(ms) RET FILENAME" \
+		"$(head -n 1 "$t" | tr -s ' ')"
+	check "names: without -m, the other mount's 5 reads are there by name" \
+		"5 ahtest-reader $id3 gamma.dat" \
+		"$(awk -v d="$id3" '$5 == "read" && $6 == d { print $4, $6, $14 }' "$t" | uniq -c | awk '{ print $1, $2, $3, $4 }')"
+	check "names: -T times are HH:MM:SS" "" \
+		"$(awk 'NR > 1 && $1 !~ /^[0-2][0-9]:[0-5][0-9]:[0-6][0-9]$/' "$t" | head -n 3)"
+	check "names: text reads name beta.dat without -P" "ahtest-reader beta.dat 2" \
+		"$(awk -v d="$id" '$5 == "read" && $6 == d && $14 == "beta.dat" { print $4, $14 }' "$t" | uniq -c | awk '{ print $2, $3, $1 }')"
+else
+	nok "names: aheadtrace oplog -T attaches"
+fi
+
+# hist -C and -P: per comm and per process, counts exactly the workload's.
+if start_tracer hist-comm hist -m "$mnt" -C -j; then
+	stats "$log/hc0"
+	workload
+	stats "$log/hc1"
+	stop_tracer hist-comm
+	check "hist -C exits 0 on Ctrl-C" 0 $?
+	h=$log/hist-comm.out
+	check "hist -C: reads per comm" "ahtest-other 4,ahtest-reader 5" \
+		"$(jq -r 'select(.op == "read") | "\(.comm) \(.count)"' "$h" | sort | paste -sd,)"
+	check "hist -C: opens per comm" "ahtest-other 1,ahtest-reader 2" \
+		"$(jq -r 'select(.op == "open") | "\(.comm) \(.count)"' "$h" | sort | paste -sd,)"
+	check "hist -C: only the workload's comms" "ahtest-other,ahtest-reader" \
+		"$(jq -r .comm "$h" | sort -u | paste -sd,)"
+	want=$(join <(sort "$log/hc0") <(sort "$log/hc1") |
+		awk '$1 ~ /^op_/ && $3 != $2 { sub(/^op_/, "", $1); print $1, $3 - $2 }' | sort)
+	check "hist -C: counts summed over comms equal stats op_* deltas" "$want" \
+		"$(jq -s -r 'group_by(.op)[] | "\(.[0].op) \(map(.count) | add)"' "$h" | sort)"
+	check "hist -C: JSON has no pid key" "" "$(jq -r 'select(has("pid")) | .op' "$h")"
+else
+	nok "hist -C attaches"
+fi
+if start_tracer hist-pid hist -m "$mnt" -P -j; then
+	workload
+	stop_tracer hist-pid
+	check "hist -P exits 0 on Ctrl-C" 0 $?
+	want=$(head -n 3 "$log/pids" | paste -d' ' - <(printf '%s\n' 3 2 4) | sort -n)
+	check "hist -P: reads per pid and comm" "$want" \
+		"$(jq -r 'select(.op == "read") | "\(.pid) \(.comm) \(.count)"' "$log/hist-pid.out" | sort -n)"
+else
+	nok "hist -P attaches"
+fi
+# Positional interval and count: two intervals, then it exits by itself.
+timeout -k 5 120 "$at" hist -m "$mnt" -C 1 2 >"$log/hist-pos.out" 2>"$log/hist-pos.err"
+check "hist -C 1 2 exits 0 by itself" 0 $?
+check "hist -C 1 2 prints two intervals" 2 \
+	"$(grep -cE '^[0-2][0-9]:[0-5][0-9]:[0-6][0-9]$' "$log/hist-pos.out")"
+umount "$work/mnt3"
+
+# ---------------------------------------------------------------------
+# 6. aheadtrace leaves nothing behind, after Ctrl-C and after SIGTERM.
 if wait_gone; then ok "nothing left after aheadtrace exits on Ctrl-C"; else nok "nothing left after aheadtrace exits on Ctrl-C" "$(ours)"; fi
 if start_tracer term hist -m "$mnt"; then
 	stop_tracer term TERM
@@ -321,14 +439,14 @@ else
 fi
 
 # ---------------------------------------------------------------------
-# 6. The bpftool-only path.
+# 7. The bpftool-only path.
 rm -rf "$pin"
 if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loadall.err"; then
 	ok "bpftool prog loadall ... pinmaps ... autoattach"
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_events ahead_files ahead_hist ahead_lost at_copy at_meta at_prefetch at_read" \
+check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
 check "four raw tracepoint links attached" 4 \
 	"$("$bpftool" -j link show 2>/dev/null | jq '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length')"

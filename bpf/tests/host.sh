@@ -66,7 +66,25 @@ expect "too many devices" 2 '^aheadtrace: at most 16 devices' "$at" vfs $(for i 
 expect "mount missing" 2 "^aheadtrace: mount '/nonexistent': No such file" "$at" hist -m /nonexistent
 expect "mount not aheadfs" 2 "^aheadtrace: '$tmp' is not on an aheadfs mount" "$at" oplog -m "$tmp"
 expect "prom file not writable" 2 "^aheadtrace: --prom '/nonexistent/m.prom'" "$at" hist --prom /nonexistent/m.prom
-expect "extra argument" 2 "^aheadtrace: unexpected argument 'extra'" "$at" prefetch extra
+expect "extra argument" 2 "^aheadtrace: unexpected argument 'extra'" "$at" oplog extra
+# Positional [interval] [count], as libbpf-tools take them.
+expect "third positional argument" 2 "^aheadtrace: unexpected argument '3'" "$at" prefetch 1 2 3
+expect "positional interval zero" 2 "^aheadtrace: invalid interval '0'" "$at" hist 0
+expect "positional interval not a number" 2 "^aheadtrace: invalid interval 'extra'" "$at" prefetch extra
+expect "positional count not a number" 2 "^aheadtrace: invalid count 'x'" "$at" hist 1 x
+expect "positional count zero" 2 "^aheadtrace: invalid count '0'" "$at" vfs -d 8:1 1 0
+expect "the first positional is the interval" 2 "^aheadtrace: interval given twice \(-i and '5'\)" "$at" hist -i 2 5
+expect "the second positional is the count" 2 "^aheadtrace: count given twice \(-c and '7'\)" "$at" hist 5 7 -c 3
+expect "oplog takes no interval" 2 "^aheadtrace: unexpected argument '1'" "$at" oplog 1
+# Names and processes.
+expect "-P and -C together" 2 '^aheadtrace: -P and -C do not combine' "$at" hist -P -C
+expect "--prom with -P" 2 '^aheadtrace: --prom does not combine with -P or -C' "$at" hist -P --prom "$tmp/m.prom"
+expect "--prom with -C" 2 '^aheadtrace: --prom does not combine with -P or -C' "$at" hist --per-comm --prom "$tmp/m.prom"
+expect "-C does not apply to oplog" 2 "^aheadtrace: option '-C' does not apply to 'oplog'" "$at" oplog -C
+expect "-P does not apply to prefetch" 2 "^aheadtrace: option '-P' does not apply to 'prefetch'" "$at" prefetch -P
+expect "-T does not apply to hist" 2 "^aheadtrace: option '-T' does not apply to 'hist'" "$at" hist -T
+expect "--path does not apply to hist" 2 "^aheadtrace: option '--path' does not apply to 'hist'" "$at" hist --path
+expect "--per-process does not apply to oplog" 2 "^aheadtrace: option '--per-process' does not apply to 'oplog'" "$at" oplog --per-process
 
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
@@ -88,6 +106,14 @@ expect "valid hist arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -o read,unlink,getattr -i 2 -c 3 -j --prom "$tmp/m.prom"
 expect "valid oplog arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -p 1 --min-lat 100 -j -o read
+expect "valid oplog -T -P arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -T -P -j
+expect "valid hist -P with positional interval and count accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -P -j 2 3
+expect "valid hist -C with -c and a positional interval accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist --per-comm -c 3 2
+expect "valid vfs positional interval accepted" 1 '^aheadtrace: this kernel has no BTF' \
+	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs -d 8:1 1
 expect "no kernel BTF" 1 '^aheadtrace: this kernel has no BTF \(/nonexistent: ' \
 	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs -d 8:1 -d /
 # With the module "present" on a host that has no aheadfs, loading or
@@ -128,7 +154,7 @@ else
 aheadtrace: $aops"
 fi
 # Each struct at_<event>_args lists TP_PROTO's arguments in order.
-for ev in read prefetch copy meta; do
+for ev in read prefetch window copy meta; do
 	proto=$(awk -v ev="aheadfs_$ev" '
 		$0 ~ "^TRACE_EVENT\\(" ev "," { on = 1 }
 		on && /TP_ARGS\(/ { sub(/.*TP_ARGS\(/, ""); s = $0
@@ -142,6 +168,16 @@ for ev in read prefetch copy meta; do
 	else
 		nok "struct at_${ev}_args mirrors TP_ARGS of aheadfs_$ev" "trace.h: $proto
 aheadtrace.h: $mirror"
+	fi
+done
+# The kprobes that name files make these module functions an interface too:
+# each must stay a global function of kmod/ (a static one may be inlined).
+for fn in $(sed -nE 's/^SEC\("kprobe\/([a-z_]+)"\)/\1/p' "$here/aheadfs.bpf.c"); do
+	def=$(grep -hE "^[a-z_]+[a-z_ ]*[ *]$fn\(" "$top"/kmod/*.c)
+	if [ -n "$def" ] && ! grep -q '^static' <<<"$def"; then
+		ok "kprobe target $fn is a global function of kmod/"
+	else
+		nok "kprobe target $fn is a global function of kmod/" "${def:-not defined in kmod/*.c}"
 	fi
 done
 copy_k=$(grep -Eo 'AHEADFS_COPY_[A-Z]+[[:space:]]+[0-9]+' "$top/kmod/trace.h" | awk '{print tolower($1) "=" $2}' | sed 's/ahead//' | paste -sd, -)
