@@ -151,8 +151,16 @@ struct aheadfs_inode_info {
 	struct inode vfs_inode;
 	struct inode *lower;
 	unsigned long attr_time;	/* jiffies of the last attribute refresh */
+	unsigned long flags;		/* AHEADFS_I_* bits */
 	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
 };
+
+/*
+ * aheadfs_inode_info.flags: AHEADFS_I_WRITTEN, written through this mount
+ * since the lower last reported its attributes (getattr); till then a stat
+ * is not served from the attribute cache.
+ */
+#define AHEADFS_I_WRITTEN	0
 
 struct aheadfs_pf_state;
 
@@ -287,6 +295,7 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower);
 int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
 		      struct path *lower_path);
 void aheadfs_copy_attr(struct inode *inode);
+void aheadfs_copy_attr_written(struct inode *inode);
 
 /* dentry.c */
 extern const struct dentry_operations aheadfs_dops;

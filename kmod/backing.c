@@ -48,14 +48,17 @@ static void aio_put(struct aheadfs_aio *aio)
 
 /*
  * May run in interrupt context (a direct I/O completion): only the size is
- * refreshed here, which the VFS checks copy_file_range and the like against.
+ * refreshed here, which the VFS checks copy_file_range and the like against,
+ * and the next stat asks the lower (aheadfs_copy_attr_written()).
  */
 static void aio_cleanup(struct aheadfs_aio *aio)
 {
+	struct inode *inode = file_inode(aio->orig->ki_filp);
+
 	if (aio->write) {
 		kiocb_end_write(&aio->iocb);
-		fsstack_copy_inode_size(file_inode(aio->orig->ki_filp),
-					file_inode(aio->iocb.ki_filp));
+		fsstack_copy_inode_size(inode, file_inode(aio->iocb.ki_filp));
+		set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 	}
 	aio->orig->ki_pos = aio->iocb.ki_pos;
 }

@@ -27,7 +27,7 @@ static void copy_done(struct file *file_in, loff_t pos_in,
 		[AHEADFS_COPY_DEDUPE]	= AHEADFS_STAT_dedupe_reqs,
 	};
 
-	aheadfs_copy_attr(out);
+	aheadfs_copy_attr_written(out);
 	if (method != AHEADFS_COPY_DEDUPE) {
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_copy_reqs);
 		if (ret > 0)
@@ -267,7 +267,7 @@ loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
 		ret = vfs_clone_file_range(lin, pos_in, lout, pos_out, len,
 					   remap_flags);
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_clone_reqs);
-		aheadfs_copy_attr(inode);
+		aheadfs_copy_attr_written(inode);
 		if (tr)
 			trace_aheadfs_copy(file_inode(file_in)->i_ino, pos_in,
 					   inode->i_ino, pos_out, len, ret,

@@ -74,7 +74,7 @@ static ssize_t aheadfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		aheadfs_stat_add(sbi, AHEADFS_STAT_write_bytes, ret);
 	aheadfs_stat_inc(sbi, AHEADFS_STAT_write_reqs);
 	if (ret != -EIOCBQUEUED)
-		aheadfs_copy_attr(inode);
+		aheadfs_copy_attr_written(inode);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_write, inode, t0, ret);
 	return ret;
 }
@@ -285,7 +285,7 @@ static long aheadfs_fallocate(struct file *file, int mode, loff_t offset,
 	long err;
 
 	err = vfs_fallocate(aheadfs_lower_file(file), mode, offset, len);
-	aheadfs_copy_attr(inode);
+	aheadfs_copy_attr_written(inode);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fallocate, inode, t0, err);
 	return err;
 }

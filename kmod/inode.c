@@ -62,6 +62,18 @@ void aheadfs_copy_attr(struct inode *inode)
 	WRITE_ONCE(AHEADFS_I(inode)->attr_time, jiffies);
 }
 
+/*
+ * The same after the mount wrote the file's data (write, fallocate, copy,
+ * clone): the size and times the lower holds in memory now may not be what
+ * its getattr reports (an NFS client's mtime is the server's, set when the
+ * written pages reach it), so the next stat asks the lower.
+ */
+void aheadfs_copy_attr_written(struct inode *inode)
+{
+	set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
+	aheadfs_copy_attr(inode);
+}
+
 static int iget_test(struct inode *inode, void *lower)
 {
 	return AHEADFS_I(inode)->lower == lower;
@@ -626,6 +638,32 @@ out:
 	return err;
 }
 
+/*
+ * Whether a stat may be answered from the attribute cache: fresh, and no
+ * data of the file's changing where the cached size and times cannot follow
+ * it.  Not after a write through the mount until the lower's getattr has
+ * reported (AHEADFS_I_WRITTEN), nor while the lower's pages are dirty or
+ * under write-back (a getattr of an NFS lower flushes them first, and its
+ * mtime is the server's), nor while the file is mapped shared and writable
+ * (stores through the mapping dirty the lower's pages without a call of
+ * ours).
+ */
+static bool attr_stat_cached(struct inode *inode)
+{
+	struct address_space *mapping;
+
+	if (!attr_fresh(inode))
+		return false;
+	if (!S_ISREG(inode->i_mode))
+		return true;
+	if (test_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags))
+		return false;
+	mapping = aheadfs_lower_inode(inode)->i_mapping;
+	return !mapping_writably_mapped(mapping) &&
+	       !mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) &&
+	       !mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
 static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 			   struct kstat *stat, u32 request_mask,
 			   unsigned int query_flags)
@@ -639,7 +677,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
-	if (!(query_flags & AT_STATX_FORCE_SYNC) && attr_fresh(inode)) {
+	if (!(query_flags & AT_STATX_FORCE_SYNC) && attr_stat_cached(inode)) {
 		aheadfs_fillattr(idmap, request_mask, inode, stat);
 		stat->blocks = inode->i_blocks;
 		/* The lower's own mode, set-id bits and all (copy_attr). */
@@ -648,6 +686,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 
+	/* Before the lower reports: a write after this sets it again. */
+	clear_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 	lower_path.mnt = sbi->lower.mnt;
 	lower_path.dentry = aheadfs_get_lower(dentry);
 	if (!lower_path.dentry) {
@@ -663,8 +703,10 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
 				  query_flags);
 	dput(lower_path.dentry);
-	if (err)
+	if (err) {
+		set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 		goto out;
+	}
 	aheadfs_copy_attr(inode);
 out:
 	if (!err)

@@ -286,6 +286,7 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 		return NULL;
 	ai->lower = NULL;
 	ai->attr_time = 0;
+	ai->flags = 0;
 	ai->lower_mode = 0;
 	return &ai->vfs_inode;
 }

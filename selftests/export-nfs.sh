@@ -161,21 +161,26 @@ else
 fi
 
 # --- prefetch behind nfsd, and over an NFS lower --------------------------
-# A client's sequential read reaches aheadfs as nfsd's READs, served by
-# several nfsd threads at once, so slightly out of order: still one stream,
-# whose window keeps the reads after the first ones from finding bytes
-# absent.
+# A client's sequential read reaches aheadfs as nfsd's READs, each through
+# nfsd's cached open of the file: one stream, whose window keeps every read
+# after the first from finding bytes absent.  One nfsd thread serves them,
+# in the client's order: with several, how far the READs arrive out of
+# order is the scheduler's (4 absent of 1028 seen once; the window's
+# tolerance of reordering is the unit tests' and prefetch's
+# four_readers_one_file).
 head -c $((64 << 20)) /dev/urandom >"$cli/seq"
 sync
 echo 3 >/proc/sys/vm/drop_caches
+echo 1 >/proc/fs/nfsd/threads
 r0=$(stat_of read_reqs) a0=$(stat_of absent_reqs)
 dd if="$cli/seq" of=/dev/null bs=1M status=none
 reqs=$(($(stat_of read_reqs) - r0)) absent=$(($(stat_of absent_reqs) - a0))
+echo 4 >/proc/fs/nfsd/threads
 echo "# a client's 64 MiB read: $reqs reads through aheadfs, $absent found bytes absent"
-if [ "$reqs" -ge 16 ] && [ "$absent" -le 4 ]; then
+if [ "$reqs" -ge 16 ] && [ "$absent" -le 1 ]; then
 	ok "nfsd's reads of one client stream are one prefetch stream"
 else
-	nok "nfsd's reads of one client stream are one prefetch stream" "$reqs reads, $absent with absent bytes (want 16 or more, at most 4)"
+	nok "nfsd's reads of one client stream are one prefetch stream" "$reqs reads, $absent with absent bytes (want 16 or more, at most 1)"
 fi
 
 # aheadfs over the NFS client mount: the window works over an NFS lower,
@@ -233,6 +238,34 @@ BBBB" "$a $b"
 	else
 		nok "permission checks over NFS come from the attribute cache" "off $off, on $on calls; $hits cache hits"
 	fi
+	# A stat from the attribute cache is what a fresh stat would report:
+	# after a write through the mount (the client's mtime is the server's,
+	# set when close sends the pages), and while the file is mapped shared
+	# and written (the stores dirty the client's pages without a call of
+	# aheadfs's).  The same stat without a write is served from the cache.
+	echo x >"$lower/w"
+	fmt='%s %.9Y %.9Z'
+	stat "$upper/w" >/dev/null
+	h0=$(ustat attr_cache_hits)
+	same=$(stat -c "$fmt" "$upper/w")
+	hits=$(($(ustat attr_cache_hits) - h0))
+	check "a repeated stat over NFS is served from the attribute cache" \
+		"1 $(stat -c "$fmt" "$cli/w")" "$hits $same"
+	printf more >>"$upper/w"
+	a=$(stat -c "$fmt" "$upper/w")
+	check "a stat after a write through the mount over NFS is a fresh one" \
+		"$(stat -c "$fmt" "$cli/w")" "$a"
+	a=$(python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+m[0:1] = b"Y"
+s = os.stat(sys.argv[1])
+print(s.st_size, "%d.%09d" % divmod(s.st_mtime_ns, 10**9), "%d.%09d" % divmod(s.st_ctime_ns, 10**9))
+m.close()
+' "$upper/w" 2>&1)
+	check "a stat over NFS while a shared mapping is written is a fresh one" \
+		"$(stat -c "$fmt" "$cli/w")" "$a"
 	# Taken away on the server: seen once the attribute timeout ends.
 	chmod 0700 "$lower/p/q"
 	echo 0 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
@@ -255,7 +288,14 @@ check "file by name in it after a cache drop" "hello" "$(cat /proc/self/fd/4/f)"
 
 exportfs -u "127.0.0.1:$mnt"
 echo "$mnt" >/proc/fs/nfsd/unlock_filesystem
-if umount "$mnt" 2>"$work.err"; then
+# nfsd's file cache lets go of the files it held open in its own time (its
+# laundrette, about 2 s): busy until then, so retried for up to 30 s.
+for i in $(seq 300); do
+	umount "$mnt" 2>"$work.err" && break
+	grep -qi busy "$work.err" || break
+	sleep 0.1
+done
+if ! mountpoint -q "$mnt"; then
 	ok "aheadfs unmounted under the export"
 else
 	nok "aheadfs unmounted under the export" "$(cat "$work.err"; grep " $mnt " /proc/mounts)"
