@@ -142,11 +142,19 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	}
 
 	/*
-	 * A non-blocking attempt that would have blocked is retried in full
-	 * (io_uring's worker, the caller): count the request once, there.
+	 * A non-blocking attempt that would have blocked is retried (io_uring's
+	 * worker, the caller): in full after -EAGAIN, for the rest after a
+	 * short read that stopped at bytes not yet read in (a worker behind
+	 * with the window, which the blocking retry submits itself).  The
+	 * request is counted once, there; of this attempt only what it read.
 	 */
-	if (!((iocb->ki_flags & IOCB_NOWAIT) && ret == -EAGAIN))
+	if ((iocb->ki_flags & IOCB_NOWAIT) &&
+	    (ret == -EAGAIN || (ret > 0 && (size_t)ret < count && pr.absent))) {
+		if (ret > 0)
+			aheadfs_stat_add(sbi, AHEADFS_STAT_read_bytes, ret);
+	} else {
 		account(sbi, ret, txns, &pr);
+	}
 	if (tr)
 		trace_aheadfs_read(inode->i_ino, pos, count, pr.present,
 				   pr.absent, ktime_get_ns() - tr, ret,

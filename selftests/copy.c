@@ -259,7 +259,7 @@ TEST_F(copy, ends_in_hole)
 	EXPECT_GT(1 << 20, st.st_blocks * 512);
 }
 
-TEST_F(copy, beyond_4g)
+TEST_F_TIMEOUT(copy, beyond_4g, 120)
 {
 	loff_t pin = 5LL << 30, pout = 6LL << 30;
 	char buf[8] = {};

@@ -460,7 +460,7 @@ TEST_F(export, garbage_handle_is_stale)
  * under them: the disconnected-alias path races with itself and with
  * lookups, and every open must see the same file.
  */
-TEST_F(export, concurrent_decodes)
+TEST_F_TIMEOUT(export, concurrent_decodes, 120)
 {
 	static char path[4][PATH_MAX];
 	struct fh fh[4];

@@ -947,7 +947,7 @@ static int stat_bounded(struct lr *x, const char *path, struct stat *st)
 		return -2;
 	if (!pid)
 		_exit(stat(path, x->shared) ? errno : 0);
-	if (lr_wait(x, pid, 5000, &status))
+	if (lr_wait(x, pid, WAIT_MS, &status))
 		return -1;
 	if (!WIFEXITED(status))
 		return -2;
@@ -969,7 +969,7 @@ static int read_bounded(struct lr *x, const char *path, char *out,
 
 		_exit(n < 0 ? -n : 0);
 	}
-	if (lr_wait(x, pid, 5000, &status))
+	if (lr_wait(x, pid, WAIT_MS, &status))
 		return -1;
 	if (!WIFEXITED(status))
 		return -2;
@@ -2039,7 +2039,7 @@ static int in_userns(const char *cmd, const char *path, char *out, size_t len)
 }
 
 /* In a user namespace, ACLs read the same through aheadfs as on the lower (unmapped ids munged alike), and a change made there lands on the lower. */
-TEST_F(acl, user_namespace)
+TEST_F_TIMEOUT(acl, user_namespace, 120)
 {
 	char m[PATH_MAX], l[PATH_MAX], out[4096], lo[4096];
 	struct buf before = {}, after = {};
@@ -2423,7 +2423,7 @@ static ssize_t read_nowait(struct lr *x, int fd, int *err)
 		_exit(0);
 	}
 	x->nowait_pid = pid;
-	if (lr_wait(x, pid, 5000, &status))
+	if (lr_wait(x, pid, WAIT_MS, &status))
 		return -2;
 	*err = res[1];
 	return res[0];
@@ -2474,7 +2474,7 @@ static int prefetch_events(pid_t pid, long *by_pid)
  * the lower (EAGAIN) without waiting, and the reader issues no prefetch of
  * its own: what its window plans is issued by aheadfs's worker.
  */
-TEST_F(nowait, cold_file)
+TEST_F_TIMEOUT(nowait, cold_file, 120)
 {
 	static char buf[1 << 20];
 	char l[PATH_MAX], m[PATH_MAX], filter[64];
