@@ -144,7 +144,7 @@ demo: $(if $(HAVE_USERLAND),userland)
 	@scripts/vm-run --kernel $(firstword $(KERNELS)) -- scripts/demo
 
 install: module install-man install-modprobe-conf
-	@rel=$$(make -s -C $(KDIR) kernelrelease); \
+	@rel=$$(scripts/kernel-release $(abspath $(KDIR))) && \
 	install -D -m 0644 $(BUILD)/kmod/$$rel/aheadfs.ko \
 		$(DESTDIR)/lib/modules/$$rel/updates/aheadfs.ko && \
 	{ [ -n "$(DESTDIR)" ] || depmod -a $$rel; }

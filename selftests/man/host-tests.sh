@@ -214,6 +214,23 @@ if MANPATH=$dest/usr/share/man man -w aheadfs 2>/dev/null | grep -q "$dest/usr/s
 else
 	fail "man -w aheadfs finds the installed page" "$(MANPATH=$dest/usr/share/man man -w aheadfs 2>&1)"
 fi
+# make install puts the module where the kernel of KDIR looks for it, under
+# its UTS_RELEASE: for Debian's 6.1 headers 6.1.0-N-amd64, where `make
+# kernelrelease` says 6.1.192.  On a host with those headers (setup-deps).
+kdir=$(ls -d /usr/src/linux-headers-6.1.[0-9]*-amd64 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$kdir" ]; then
+	skip "make install KDIR=6.1 headers: the module under /lib/modules/RELEASE/updates" "no 6.1 headers"
+else
+	rel=${kdir#/usr/src/linux-headers-}
+	if out=$(make -s -C "$top" install KDIR="$kdir" DESTDIR="$dest" PREFIX=/usr 2>&1) &&
+	   [ "$(cd "$dest" && find lib/modules -name aheadfs.ko)" = "lib/modules/$rel/updates/aheadfs.ko" ]; then
+		pass "make install KDIR=$kdir: the module under /lib/modules/$rel/updates"
+	else
+		fail "make install KDIR=$kdir: the module under /lib/modules/$rel/updates" \
+			"$out
+$(cd "$dest" && find lib -name '*.ko' 2>&1)"
+	fi
+fi
 
 echo "1..$n"
 exit $failed
