@@ -7,7 +7,7 @@ emu() {	# emu NAME VENDOR [ARGS...]: starts the emulator; its port in $tmp/NAME.
 	python3 "$here/redfish_emu.py" --vendor "$vendor" --ready "$tmp/$name.port" \
 		--log "$tmp/$name.log" "$@" >/dev/null 2>&1 &
 	pids+=($!)
-	for _ in $(seq 100); do [ -s "$tmp/$name.port" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -s "$tmp/$name.port" ] && break; sleep 0.05; done
 	[ -s "$tmp/$name.port" ] && touch "$tmp/$name.log"
 }
 patches() { grep -c '"method": "PATCH"' "$tmp/$1.log" 2>/dev/null || true; }
@@ -125,7 +125,7 @@ if emu dell dell && emu hpe hpe && emu acme acme && emu nosnoop dell-nosnoop && 
 	m=$(lines hang)
 	"$A" bios show --bmc "http://127.0.0.1:$(cat "$tmp/hang.port")" $R --timeout 60 >/dev/null 2>"$tmp/err.term" &
 	apid=$!
-	for _ in $(seq 200); do tail -n +$((m + 1)) "$tmp/hang.log" | grep -q '"path": "/redfish/v1/Systems/1/Bios"' && break; sleep 0.05; done
+	for _ in $(seq 600); do tail -n +$((m + 1)) "$tmp/hang.log" | grep -q '"path": "/redfish/v1/Systems/1/Bios"' && break; sleep 0.05; done
 	start=$SECONDS; kill -TERM $apid; wait $apid; rc=$?; err=$(cat "$tmp/err.term"); out=
 	t "redfish: SIGTERM during a request: one message, exit 1, quickly" '[ $rc = 1 ] && haserr "/redfish/v1/Systems/1/Bios: interrupted" && [ $((SECONDS - start)) -lt 15 ]'
 	t "redfish session: logged out after SIGTERM" 'sess hang $m'
@@ -135,7 +135,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
 open(sys.argv[1] + ".tmp", "w").write("%d\n" % s.getsockname()[1])
 __import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1]); signal.pause()' "$tmp/mute.port" &
 	pids+=($!)
-	for _ in $(seq 100); do [ -s "$tmp/mute.port" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -s "$tmp/mute.port" ] && break; sleep 0.05; done
 	start=$SECONDS
 	run bios show --bmc "http://127.0.0.1:$(cat "$tmp/mute.port")" $R --timeout 3
 	t "redfish: a port that never answers: clear error within the timeout" '[ $rc = 1 ] && haserr "/redfish/v1: the BMC did not answer within 3 s" && [ $((SECONDS - start)) -lt 15 ]'

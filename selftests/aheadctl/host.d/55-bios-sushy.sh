@@ -35,7 +35,7 @@ EOF
 		--ssl-key "$tmp/key.pem" >"$sdir/log" 2>&1 &
 	pids+=($!)
 	SU=https://127.0.0.1:$port
-	for _ in $(seq 150); do
+	for _ in $(seq 300); do
 		curl -s -o /dev/null --cacert "$tmp/cert.pem" "$SU/redfish/v1" && return 0
 		sleep 0.1
 	done

@@ -39,7 +39,7 @@ LC
 	printf 'mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 674 0x0123 persist_sdr\nmc_enable 0x20\n' >"$tmp/ipmi/sim.emu"
 	ipmi_sim -c "$tmp/ipmi/lan.conf" -f "$tmp/ipmi/sim.emu" -s "$tmp/ipmi/state" -n >"$tmp/ipmi/sim.log" 2>&1 &
 	pids+=($!)
-	for _ in $(seq 100); do ss -Huln "sport = :$port" | grep -q . && break; sleep 0.05; done
+	for _ in $(seq 600); do ss -Huln "sport = :$port" | grep -q . && break; sleep 0.05; done
 	# ipmi_sim 2.0.33 has no cipher suite 17 (ipmitool's default): use 3.
 	export AHEADCTL_IPMI_CIPHER=3
 	IP="127.0.0.1:$port"
@@ -65,7 +65,7 @@ LC
 	t "ipmi power-cycle --force: a hard power cycle, said so" '[ $rc = 0 ] && clog $m | grep -q "^0x20 set power 0" && ! clog $m | grep -q shutdown && has "hard (--force) restart through IPMI: chassis power cycle"'
 	# ipmi_sim powers back on a moment after a cycle: wait for it before
 	# switching the system off for the next test.
-	for _ in $(seq 100); do clog $m | grep -q "^0x20 set power 1" && break; sleep 0.05; done
+	for _ in $(seq 600); do clog $m | grep -q "^0x20 set power 1" && break; sleep 0.05; done
 	echo 0 >"$tmp/ipmi/power"; m=$(cmark)
 	ipmi --yes bios power-cycle --via ipmi --bmc "$IP"
 	t "ipmi power-cycle of a system that is off: power on only" '[ $rc = 0 ] && [ "$(clog $m | grep "^0x20 set" | tr "\n" "|")" = "0x20 set power 1|" ] && has "power on (the system was off)"'
@@ -83,7 +83,7 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
 open(sys.argv[1] + ".tmp", "w").write("%d\n" % s.getsockname()[1])
 os.rename(sys.argv[1] + ".tmp", sys.argv[1]); signal.pause()' "$tmp/ipmi/mute.port" &
 	pids+=($!)
-	for _ in $(seq 100); do [ -s "$tmp/ipmi/mute.port" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -s "$tmp/ipmi/mute.port" ] && break; sleep 0.05; done
 	start=$SECONDS
 	ipmi bios show --via ipmi --bmc "127.0.0.1:$(cat "$tmp/ipmi/mute.port")"
 	t "ipmi: a BMC that never answers: one clear error within ipmitool's retries" '[ $rc = 1 ] && haserr "aheadctl: ipmitool mc info failed (exit 1) talking to 127.0.0.1" && [ $((SECONDS - start)) -lt 60 ]'

@@ -190,7 +190,7 @@ t "apply --dev with a slash: usage, exit 2" '[ $rc = 2 ]'
 python3 "$here/redfish_emu.py" --vendor dell --ready "$tmp/persist-rf.port" \
 	--log "$tmp/persist-rf.log" >/dev/null 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/persist-rf.port" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -s "$tmp/persist-rf.port" ] && break; sleep 0.05; done
 if [ -s "$tmp/persist-rf.port" ]; then
 	(umask 077 && echo calvin >"$tmp/bmc.pw")
 	printf '[bios]\nsnoop-mode = home\nbmc = http://127.0.0.1:%s\ninsecure-http = yes\nuser = root\npassword-file = %s\n' \

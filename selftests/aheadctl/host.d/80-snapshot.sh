@@ -73,7 +73,7 @@ persist_fixture
 python3 "$here/redfish_emu.py" --vendor dell --ready "$tmp/snap-rf.port" \
 	--log "$tmp/snap-rf.log" >/dev/null 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/snap-rf.port" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -s "$tmp/snap-rf.port" ] && break; sleep 0.05; done
 (umask 077 && echo calvin >"$tmp/bmc.pw")
 printf 'snapshot = %s\n[bios]\nbmc = http://127.0.0.1:%s\ninsecure-http = yes\nuser = root\npassword-file = %s\n' \
 	"$S" "$(cat "$tmp/snap-rf.port" 2>/dev/null)" "$tmp/bmc.pw" >"$CONF"
