@@ -44,6 +44,14 @@ struct {
 	__type(value, struct at_file_stats);
 } ahead_files SEC(".maps");
 
+/* Per-mount totals of what ahead_files counts per file: never evicted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AT_MAX_MOUNTS);
+	__type(key, __u32);
+	__type(value, struct at_mount_stats);
+} ahead_mounts SEC(".maps");
+
 /*
  * The tracepoints carry inode numbers only: the dentry an aheadfs entry
  * point was called with, per inode, recorded by the kprobes below just
@@ -63,7 +71,10 @@ struct {
 	__uint(max_entries, AT_RINGBUF_SZ);
 } ahead_events SEC(".maps");
 
-/* Events lost because the ring buffer was full (array, one counter). */
+/*
+ * Events lost because the ring buffer was full: one counter per CPU, which
+ * the loader sums over libbpf_num_possible_cpus(), however many.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -257,9 +268,26 @@ static __always_inline struct at_file_stats *file_stats(__u32 dev, __u64 ino)
 		struct at_file_stats zero;
 
 		__builtin_memset(&zero, 0, sizeof(zero));
+		zero.born_ns = bpf_ktime_get_ns();
 		bpf_map_update_elem(&ahead_files, &key, &zero, BPF_NOEXIST);
 	}
 	return bpf_map_lookup_elem(&ahead_files, &key);
+}
+
+static __always_inline struct at_mount_stats *mount_stats(__u32 dev)
+{
+	struct at_mount_stats *ms;
+
+	ms = bpf_map_lookup_elem(&ahead_mounts, &dev);
+	if (ms)
+		return ms;
+	{
+		struct at_mount_stats zero;
+
+		__builtin_memset(&zero, 0, sizeof(zero));
+		bpf_map_update_elem(&ahead_mounts, &dev, &zero, BPF_NOEXIST);
+	}
+	return bpf_map_lookup_elem(&ahead_mounts, &dev);
 }
 
 SEC("raw_tp/aheadfs_read")
@@ -275,13 +303,15 @@ int at_read(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!(c->flags & AT_CFG_NO_FILES)) {
 		struct at_file_stats *fs = file_stats(dev, a->ino);
+		struct at_mount_stats *ms = mount_stats(dev);
+		__u64 hit = 0;
 
 		if (fs) {
 			__s64 end = a->pos + (__s64)a->len;
 			__s64 lo = a->pos > fs->pf_start ? a->pos : fs->pf_start;
 			__s64 hi = end < fs->pf_end ? end : fs->pf_end;
-			__u64 hit = hi > lo ? hi - lo : 0;
 
+			hit = hi > lo ? hi - lo : 0;
 			if (hit > a->present)
 				hit = a->present;
 			__sync_fetch_and_add(&fs->read_reqs, 1);
@@ -290,6 +320,14 @@ int at_read(struct bpf_raw_tracepoint_args *ctx)
 			__sync_fetch_and_add(&fs->present_bytes, a->present);
 			__sync_fetch_and_add(&fs->absent_bytes, a->absent);
 			__sync_fetch_and_add(&fs->hit_bytes, hit);
+		}
+		if (ms) {
+			__sync_fetch_and_add(&ms->read_reqs, 1);
+			if (a->ret > 0)
+				__sync_fetch_and_add(&ms->read_bytes, a->ret);
+			__sync_fetch_and_add(&ms->present_bytes, a->present);
+			__sync_fetch_and_add(&ms->absent_bytes, a->absent);
+			__sync_fetch_and_add(&ms->hit_bytes, hit);
 		}
 	}
 
@@ -323,7 +361,12 @@ int at_prefetch(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!(c->flags & AT_CFG_NO_FILES)) {
 		struct at_file_stats *fs = file_stats(dev, a->ino);
+		struct at_mount_stats *ms = mount_stats(dev);
 
+		if (ms) {
+			__sync_fetch_and_add(&ms->prefetch_chunks, 1);
+			__sync_fetch_and_add(&ms->prefetch_bytes, a->len);
+		}
 		if (fs) {
 			__s64 end = a->pos + (__s64)a->len;
 

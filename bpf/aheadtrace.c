@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,9 +28,11 @@
 #include "aheadtrace.h"
 #include "aheadfs.skel.h"
 #include "vfs.skel.h"
+#include "vfsk.skel.h"
 
 #define AHEADFS_MAGIC	0xa4ead0f5
 #define MAX_KEYS	AT_MAX_PHISTS
+#define AT_RINGBUF_MAX	(1L << 30)	/* oplog -b: bytes at most */
 
 static const char *const meta_names[] = {
 #define X(n) #n,
@@ -46,7 +49,7 @@ static const char *const vfs_names[] = {
 static const char *const copy_names[] = { "clone", "lower", "chunked", "dedupe" };
 static const char *const mode_names[] = { "ahead", "legacy", "kernel", "off" };
 
-enum verb { V_HIST, V_OPLOG, V_PREFETCH, V_VFS };
+enum verb { V_HIST, V_OPLOG, V_PREFETCH, V_VFS, V_HEATMAP };
 
 static struct env {
 	enum verb verb;
@@ -61,9 +64,13 @@ static struct env {
 	bool paths;			/* oplog -P */
 	bool per_pid;			/* hist -P */
 	bool per_comm;			/* hist -C */
+	long buffer_pages;		/* oplog -b; 0: AT_RINGBUF_SZ */
 	__u32 pid;
 	__u64 min_lat_ns;
 	const char *prom;
+	long top_files;			/* prefetch --prom: per-file series */
+	const char *svg;		/* heatmap --svg */
+	bool kprobe;			/* vfs --kprobe */
 	__u32 devs[AT_MAX_DEVS];
 	int ndevs;
 } env;
@@ -79,28 +86,39 @@ static const char usage_text[] =
 "\n"
 "  hist      [-m MNT] [-o OPS] [-P|-C] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
 "            latency histograms (log2, nanoseconds) per device and operation\n"
-"  oplog     [-m MNT] [-o OPS] [-p PID] [--min-lat US] [-T] [-P] [-j]\n"
+"  oplog     [-m MNT] [-o OPS] [-p PID] [--min-lat US] [-T] [-P] [-b PAGES] [-j]\n"
 "            one line per operation: file, offset, size, cached bytes, latency\n"
-"  prefetch  [-m MNT] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
+"  prefetch  [-m MNT] [-j] [--prom FILE [--top-files N]] [INTERVAL [COUNT]]\n"
 "            prefetch effectiveness per file\n"
-"  vfs       -d DEV [-d DEV]... [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
+"  vfs       -d DEV [-d DEV]... [--kprobe] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
 "            VFS-level latency histograms for any filesystem; DEV is\n"
-"            MAJOR:MINOR or a path on the filesystem\n"
+"            MAJOR:MINOR or a path on the filesystem; fentry, or kprobes\n"
+"            where fentry cannot attach\n"
+"  heatmap   [-m MNT] [-o OP] [-j] [--svg FILE] [INTERVAL [COUNT]]\n"
+"            one operation's latency over time: a row of log2 buckets per\n"
+"            interval (default 1 s, OP read), drawn with Unicode blocks;\n"
+"            --svg also writes the picture at exit\n"
 "\n"
 "  -m, --mount MNT      only the aheadfs mount at MNT\n"
-"  -o, --ops OPS        only these operations (comma-separated, e.g. read,unlink)\n"
+"  -o, --ops OPS        only these operations (comma-separated, e.g. read,unlink;\n"
+"                       heatmap: one)\n"
 "  -p, --pid PID        only this process\n"
 "      --min-lat US     only operations at least US microseconds long\n"
 "  -T, --timestamp      oplog: a TIME column (HH:MM:SS)\n"
 "  -P, --path           oplog: the path from the mount's root, not the name\n"
 "  -P, --per-process    hist: one histogram per process (PID and COMM)\n"
 "  -C, --per-comm       hist: one histogram per command name\n"
+"  -b, --buffer-pages N oplog: ring buffer of N pages (a power of two;\n"
+"                       default 4 MiB)\n"
 "  -d, --dev DEV        vfs: trace this device (up to 16)\n"
+"      --kprobe         vfs: kprobes for every function, never fentry\n"
 "  -i, --interval S     print every S seconds (or INTERVAL)\n"
 "  -c, --count N        stop after N intervals (or COUNT)\n"
 "  -j, --json           JSON lines\n"
 "      --prom FILE      also write Prometheus text format to FILE (every\n"
 "                       interval, default 15 s, and at exit)\n"
+"      --top-files N    prefetch --prom: also the N files read most\n"
+"      --svg FILE       heatmap: write an SVG picture to FILE at exit\n"
 "  -v, --verbose        libbpf debug output\n"
 "  -h, --help           this text\n"
 "\n"
@@ -141,6 +159,27 @@ static long parse_num(const char *opt, const char *s, long min, long max)
 		die_usage("invalid %s '%s' (a number from %ld to %ld)", opt, s,
 			  min, max);
 	return v;
+}
+
+/* The running kernel's: a ring buffer is a power-of-two number of them. */
+static long page_size(void)
+{
+	long sz = sysconf(_SC_PAGESIZE);
+
+	return sz > 0 ? sz : 4096;
+}
+
+/*
+ * The ring buffer's size in bytes: -b pages, or AT_RINGBUF_SZ rounded up to
+ * a whole page (a 64 KiB page is more than some buffers ask for).
+ */
+static __u32 ringbuf_bytes(long pages)
+{
+	long page = page_size();
+
+	if (pages)
+		return pages * page;
+	return page < AT_RINGBUF_SZ ? AT_RINGBUF_SZ : page;
 }
 
 static __u32 kdev(dev_t d)
@@ -199,7 +238,10 @@ static __u64 parse_ops(const char *s)
 	return mask;
 }
 
-enum { OPT_MIN_LAT = 256, OPT_PROM, OPT_PATH, OPT_PER_PROCESS };
+enum {
+	OPT_MIN_LAT = 256, OPT_PROM, OPT_PATH, OPT_PER_PROCESS, OPT_TOP_FILES,
+	OPT_SVG, OPT_KPROBE,
+};
 
 static const struct option long_opts[] = {
 	{ "mount", required_argument, NULL, 'm' },
@@ -210,11 +252,15 @@ static const struct option long_opts[] = {
 	{ "path", no_argument, NULL, OPT_PATH },
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 	{ "per-comm", no_argument, NULL, 'C' },
+	{ "buffer-pages", required_argument, NULL, 'b' },
 	{ "dev", required_argument, NULL, 'd' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "count", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "prom", required_argument, NULL, OPT_PROM },
+	{ "top-files", required_argument, NULL, OPT_TOP_FILES },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "kprobe", no_argument, NULL, OPT_KPROBE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -229,17 +275,23 @@ static bool verb_takes(enum verb v, int opt)
 	case 'm':
 		return v != V_VFS;
 	case 'o':
-		return v == V_HIST || v == V_OPLOG;
-	case 'p': case OPT_MIN_LAT: case 'T': case OPT_PATH:
+		return v == V_HIST || v == V_OPLOG || v == V_HEATMAP;
+	case 'p': case OPT_MIN_LAT: case 'T': case OPT_PATH: case 'b':
 		return v == V_OPLOG;
 	case 'C': case OPT_PER_PROCESS:
 		return v == V_HIST;
 	case 'P':
 		return v == V_OPLOG || v == V_HIST;
-	case 'd':
+	case 'd': case OPT_KPROBE:
 		return v == V_VFS;
-	case 'i': case 'c': case OPT_PROM:
+	case 'i': case 'c':
 		return v != V_OPLOG;
+	case OPT_PROM:
+		return v != V_OPLOG && v != V_HEATMAP;
+	case OPT_SVG:
+		return v == V_HEATMAP;
+	case OPT_TOP_FILES:
+		return v == V_PREFETCH;
 	}
 	return false;
 }
@@ -263,28 +315,31 @@ static const char *opt_name(int opt)
 
 static void parse_args(int argc, char **argv)
 {
-	static const char *const verbs[] = { "hist", "oplog", "prefetch", "vfs" };
+	static const char *const verbs[] = {
+		"hist", "oplog", "prefetch", "vfs", "heatmap",
+	};
 	const char *dev_args[AT_MAX_DEVS];
 	int opt, i, ndev_args = 0;
 	bool have_interval = false, have_count = false;
 
 	if (argc < 2)
-		die_usage("missing verb (hist, oplog, prefetch or vfs)");
+		die_usage("missing verb (hist, oplog, prefetch, vfs or heatmap)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(usage_text, stdout);
 		exit(0);
 	}
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (!strcmp(argv[1], verbs[i]))
 			break;
-	if (i == 4)
-		die_usage("unknown verb '%s' (hist, oplog, prefetch or vfs)", argv[1]);
+	if (i == 5)
+		die_usage("unknown verb '%s' (hist, oplog, prefetch, vfs or heatmap)",
+			  argv[1]);
 	env.verb = i;
 	argv++;
 	argc--;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":m:o:p:d:i:c:jvhTPC", long_opts,
+	while ((opt = getopt_long(argc, argv, ":m:o:p:d:i:c:b:jvhTPC", long_opts,
 				  NULL)) != -1) {
 		if (opt == '?') {
 			if (optopt)
@@ -326,6 +381,14 @@ static void parse_args(int argc, char **argv)
 			env.count = parse_num("count", optarg, 1, LONG_MAX);
 			have_count = true;
 			break;
+		case 'b':
+			/* The kernel takes a power of two times its page. */
+			env.buffer_pages = parse_num("--buffer-pages", optarg,
+						     1, AT_RINGBUF_MAX / page_size());
+			if (env.buffer_pages & (env.buffer_pages - 1))
+				die_usage("invalid --buffer-pages '%s' (a power of two)",
+					  optarg);
+			break;
 		case 'T':
 			env.timestamp = true;
 			break;
@@ -343,6 +406,16 @@ static void parse_args(int argc, char **argv)
 			break;
 		case OPT_PROM:
 			env.prom = optarg;
+			break;
+		case OPT_SVG:
+			env.svg = optarg;
+			break;
+		case OPT_KPROBE:
+			env.kprobe = true;
+			break;
+		case OPT_TOP_FILES:
+			env.top_files = parse_num("--top-files", optarg, 1,
+						  AT_MAX_FILES);
 			break;
 		case 'v':
 			env.verbose = true;
@@ -370,6 +443,16 @@ static void parse_args(int argc, char **argv)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (env.per_pid && env.per_comm)
 		die_usage("-P and -C do not combine (-P shows the comm too)");
+	if (env.verb == V_HEATMAP) {
+		if (!env.ops_mask)
+			env.ops_mask = 1ULL << AT_OP_read;
+		if (env.ops_mask & (env.ops_mask - 1))
+			die_usage("heatmap draws one operation (-o read, for example)");
+		if (!have_interval)
+			env.interval = 1;
+	}
+	if (env.top_files && !env.prom)
+		die_usage("--top-files needs --prom (it selects Prometheus series)");
 	if (env.prom && (env.per_pid || env.per_comm))
 		die_usage("--prom does not combine with -P or -C (a series per process is unbounded)");
 	if (env.verb == V_VFS && !ndev_args)
@@ -390,6 +473,16 @@ static void parse_args(int argc, char **argv)
 		if ((unsigned long)sfs.f_type != AHEADFS_MAGIC)
 			die_usage("'%s' is not on an aheadfs mount", env.mnt);
 		env.dev = kdev(st.st_dev);
+	}
+	if (env.svg) {
+		bool existed = !access(env.svg, F_OK);
+		FILE *f = fopen(env.svg, "a");
+
+		if (!f)
+			die_usage("--svg '%s': %s", env.svg, strerror(errno));
+		fclose(f);
+		if (!existed)
+			unlink(env.svg);
 	}
 	if (env.prom) {
 		char tmp[PATH_MAX];
@@ -794,35 +887,195 @@ static void files_print(void)
 	fflush(stdout);
 }
 
-static void prom_write_files(FILE *f)
+/*
+ * --top-files: per-file counters that never go backwards.  The LRU may evict
+ * a file's entry and make a new one (another born_ns) that starts from
+ * zero; what the old one had counted is kept here.  A file that left the
+ * map is remembered while there is room (twice the map's size).
+ */
+#define FACC_MAX	(2 * AT_MAX_FILES)
+#define FACC_NR		4
+
+static const struct {
+	const char *name, *help;
+	size_t off;
+} facc_m[FACC_NR] = {
+	{ "aheadfs_file_prefetch_bytes_total", "Bytes prefetched",
+	  offsetof(struct at_file_stats, prefetch_bytes) },
+	{ "aheadfs_file_read_bytes_total", "Bytes read",
+	  offsetof(struct at_file_stats, read_bytes) },
+	{ "aheadfs_file_absent_bytes_total", "Requested bytes not cached at read time",
+	  offsetof(struct at_file_stats, absent_bytes) },
+	{ "aheadfs_file_from_prefetch_bytes_total", "Cached bytes read inside the prefetched range",
+	  offsetof(struct at_file_stats, hit_bytes) },
+};
+
+struct file_acc {
+	struct at_file_key key;
+	__u64 born_ns;
+	__u64 last[FACC_NR];	/* the map entry's, at the last read */
+	__u64 total[FACC_NR];	/* over every entry the file had */
+	bool live;		/* in the map at the last read */
+};
+
+static struct file_acc facc[FACC_MAX];
+static int nfacc;
+
+static int facc_cmp(const void *a, const void *b)
+{
+	const struct file_acc *x = a, *y = b;
+
+	if (x->key.dev != y->key.dev)
+		return x->key.dev < y->key.dev ? -1 : 1;
+	return x->key.ino < y->key.ino ? -1 : x->key.ino > y->key.ino;
+}
+
+static __u64 stat_at(const struct at_file_stats *st, int j)
+{
+	return *(const __u64 *)((const char *)st + facc_m[j].off);
+}
+
+/* Fold the map just read (files[], sorted) into facc[]. */
+static void facc_update(void)
+{
+	int i, j, n0 = nfacc, w;
+
+	for (i = 0; i < nfacc; i++)
+		facc[i].live = false;
+	for (i = 0; i < nfiles; i++) {
+		struct file_acc probe = { .key = files[i].key }, *a;
+		bool again;
+
+		a = bsearch(&probe, facc, n0, sizeof(facc[0]), facc_cmp);
+		if (!a) {
+			if (nfacc == FACC_MAX) {
+				/* Forget files no longer in the map first. */
+				for (j = w = 0; j < nfacc; j++)
+					if (facc[j].live || j >= n0)
+						facc[w++] = facc[j];
+				n0 -= nfacc - w;
+				nfacc = w;
+				if (nfacc == FACC_MAX)
+					continue;
+			}
+			a = &facc[nfacc++];
+			memset(a, 0, sizeof(*a));
+			a->key = files[i].key;
+			a->born_ns = files[i].st.born_ns;
+		}
+		again = a->born_ns == files[i].st.born_ns;
+		for (j = 0; j < FACC_NR; j++) {
+			__u64 cur = stat_at(&files[i].st, j);
+
+			a->total[j] += again && cur >= a->last[j] ?
+				       cur - a->last[j] : cur;
+			a->last[j] = cur;
+		}
+		a->born_ns = files[i].st.born_ns;
+		a->live = true;
+	}
+	qsort(facc, nfacc, sizeof(facc[0]), facc_cmp);
+}
+
+/* Most bytes read first; equal ones in key order, so the choice is stable. */
+static int facc_top_cmp(const void *a, const void *b)
+{
+	const struct file_acc *x = *(struct file_acc *const *)a;
+	const struct file_acc *y = *(struct file_acc *const *)b;
+
+	if (x->total[1] != y->total[1])
+		return x->total[1] > y->total[1] ? -1 : 1;
+	return facc_cmp(x, y);
+}
+
+static int facc_ptr_cmp(const void *a, const void *b)
+{
+	return facc_cmp(*(struct file_acc *const *)a,
+			*(struct file_acc *const *)b);
+}
+
+static int mounts_fd = -1;
+
+static void prom_write_mounts(FILE *f)
 {
 	static const struct {
 		const char *name, *help;
 		size_t off;
 	} m[] = {
-		{ "aheadfs_file_prefetch_bytes_total", "Bytes prefetched",
-		  offsetof(struct at_file_stats, prefetch_bytes) },
-		{ "aheadfs_file_read_bytes_total", "Bytes read",
-		  offsetof(struct at_file_stats, read_bytes) },
-		{ "aheadfs_file_absent_bytes_total", "Requested bytes not cached at read time",
-		  offsetof(struct at_file_stats, absent_bytes) },
-		{ "aheadfs_file_from_prefetch_bytes_total", "Cached bytes read inside the prefetched range",
-		  offsetof(struct at_file_stats, hit_bytes) },
+		{ "aheadfs_prefetch_chunks_total", "Prefetch chunks issued",
+		  offsetof(struct at_mount_stats, prefetch_chunks) },
+		{ "aheadfs_prefetch_bytes_total", "Bytes prefetched",
+		  offsetof(struct at_mount_stats, prefetch_bytes) },
+		{ "aheadfs_read_requests_total", "Read requests",
+		  offsetof(struct at_mount_stats, read_reqs) },
+		{ "aheadfs_read_bytes_total", "Bytes read",
+		  offsetof(struct at_mount_stats, read_bytes) },
+		{ "aheadfs_read_present_bytes_total", "Requested bytes cached at read time",
+		  offsetof(struct at_mount_stats, present_bytes) },
+		{ "aheadfs_read_absent_bytes_total", "Requested bytes not cached at read time",
+		  offsetof(struct at_mount_stats, absent_bytes) },
+		{ "aheadfs_read_from_prefetch_bytes_total", "Cached bytes read inside the prefetched range",
+		  offsetof(struct at_mount_stats, hit_bytes) },
 	};
-	char dev[32];
+	static struct {
+		__u32 dev;
+		struct at_mount_stats st;
+	} ms[AT_MAX_MOUNTS];
+	struct at_mount_stats st;
+	__u32 key, next, *prev = NULL;
+	int i, k, n = 0;
 	size_t j;
-	int i;
+	char dev[32];
 
+	while (n < AT_MAX_MOUNTS &&
+	       !bpf_map_get_next_key(mounts_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(mounts_fd, &key, &st))
+			continue;
+		/* Insertion keeps them in device order: few mounts. */
+		for (k = n; k > 0 && ms[k - 1].dev > key; k--)
+			ms[k] = ms[k - 1];
+		ms[k].dev = key;
+		ms[k].st = st;
+		n++;
+	}
 	for (j = 0; j < sizeof(m) / sizeof(m[0]); j++) {
-		fprintf(f, "# HELP %s %s, per file, from aheadtrace.\n",
+		fprintf(f, "# HELP %s %s, per mount, from aheadtrace.\n",
 			m[j].name, m[j].help);
 		fprintf(f, "# TYPE %s counter\n", m[j].name);
-		for (i = 0; i < nfiles; i++) {
-			fmt_dev(files[i].key.dev, dev, sizeof(dev));
+		for (i = 0; i < n; i++) {
+			fmt_dev(ms[i].dev, dev, sizeof(dev));
+			fprintf(f, "%s{dev=\"%s\"} %llu\n", m[j].name, dev,
+				*(__u64 *)((char *)&ms[i].st + m[j].off));
+		}
+	}
+}
+
+static void prom_write_files(FILE *f)
+{
+	static struct file_acc *top[FACC_MAX];
+	char dev[32];
+	int i, j, n;
+
+	prom_write_mounts(f);
+	if (!env.top_files)
+		return;
+	for (i = 0; i < nfacc; i++)
+		top[i] = &facc[i];
+	qsort(top, nfacc, sizeof(top[0]), facc_top_cmp);
+	n = nfacc < env.top_files ? nfacc : env.top_files;
+	qsort(top, n, sizeof(top[0]), facc_ptr_cmp);
+	for (j = 0; j < FACC_NR; j++) {
+		fprintf(f, "# HELP %s %s, per file (the %ld read most), from aheadtrace.\n",
+			facc_m[j].name, facc_m[j].help, env.top_files);
+		fprintf(f, "# TYPE %s counter\n", facc_m[j].name);
+		for (i = 0; i < n; i++) {
+			fmt_dev(top[i]->key.dev, dev, sizeof(dev));
 			fprintf(f, "%s{dev=\"%s\",ino=\"%llu\"} %llu\n",
-				m[j].name, dev,
-				(unsigned long long)files[i].key.ino,
-				*(__u64 *)((char *)&files[i].st + m[j].off));
+				facc_m[j].name, dev,
+				(unsigned long long)top[i]->key.ino,
+				(unsigned long long)top[i]->total[j]);
 		}
 	}
 }
@@ -1070,6 +1323,8 @@ static int periodic(int fd, bool files_mode, bool vfs, bool per)
 
 		if (files_mode) {
 			files_read(fd);
+			if (env.top_files)
+				facc_update();
 			files_print();
 		} else {
 			hist_read(fd, per);
@@ -1082,6 +1337,307 @@ static int periodic(int fd, bool files_mode, bool vfs, bool per)
 			break;
 	}
 	return 0;
+}
+
+/* ---- heatmap ---- */
+
+/* Terminal columns: slots HEAT_LO..HEAT_HI-1, 256 ns (2^8) to 17 s (2^34). */
+#define HEAT_LO		8
+#define HEAT_HI		35
+
+struct heat_col {
+	double time;		/* seconds since start, at the column's end */
+	__u64 count;
+	__u64 slots[AT_HIST_SLOTS];
+};
+
+static struct heat_col *heat;
+static int nheat, heat_cap;
+
+static const char *heat_op(void)
+{
+	int op = __builtin_ctzll(env.ops_mask);
+
+	return op_name(op, false);
+}
+
+/* The operation's slots, summed over the mounts the map holds. */
+static void heat_read(int fd, __u64 *slots)
+{
+	struct at_hist_key key, next, *prev = NULL;
+	struct at_hist h;
+	int s;
+
+	memset(slots, 0, AT_HIST_SLOTS * sizeof(*slots));
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &h) ||
+		    !(env.ops_mask & (1ULL << key.op)))
+			continue;
+		for (s = 0; s < AT_HIST_SLOTS; s++)
+			slots[s] += h.slots[s];
+	}
+}
+
+/* "256ns", "1us", "16ms": the lower bound of slot @s, rounded. */
+static void fmt_slot(int s, char *buf, size_t sz)
+{
+	double ns = (double)(1ULL << s);
+
+	if (ns < 1e3)
+		snprintf(buf, sz, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, sz, "%.3gus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, sz, "%.3gms", ns / 1e6);
+	else
+		snprintf(buf, sz, "%.3gs", ns / 1e9);
+}
+
+static void heat_header(void)
+{
+	char line[HEAT_HI - HEAT_LO + 1];
+	int i;
+
+	if (env.json)
+		return;
+	/* Labels over the slots of 1.02 us, 1.05 ms and 1.07 s. */
+	memset(line, ' ', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\0';
+	memcpy(line + 10 - HEAT_LO, "1us", 3);
+	memcpy(line + 20 - HEAT_LO, "1ms", 3);
+	memcpy(line + 30 - HEAT_LO, "1s", 2);
+	printf("%-8s %8s  %s\n", "", "", line);
+	printf("%-8s %8s |", "TIME", "COUNT");
+	for (i = HEAT_LO; i < HEAT_HI; i++)
+		putchar(i % 10 ? '.' : '|');
+	printf("| %s latency, log2 buckets\n", heat_op());
+	fflush(stdout);
+}
+
+static void heat_print(const struct heat_col *c)
+{
+	static const char *const shade[] = { " ", "\u2591", "\u2592", "\u2593", "\u2588" };
+	__u64 row[HEAT_HI - HEAT_LO] = {}, max = 0;
+	int s, i;
+
+	if (env.json) {
+		printf("{\"type\":\"heatmap\",\"time\":%.3f,\"op\":\"%s\",\"count\":%llu,\"slots\":[",
+		       c->time, heat_op(), (unsigned long long)c->count);
+		for (s = 0; s < AT_HIST_SLOTS; s++)
+			printf("%s%llu", s ? "," : "",
+			       (unsigned long long)c->slots[s]);
+		printf("]}\n");
+		fflush(stdout);
+		return;
+	}
+	/* Slots outside the rows' range join the first or the last. */
+	for (s = 0; s < AT_HIST_SLOTS; s++) {
+		i = s < HEAT_LO ? 0 : s >= HEAT_HI ? HEAT_HI - HEAT_LO - 1 :
+		    s - HEAT_LO;
+		row[i] += c->slots[s];
+	}
+	for (i = 0; i < HEAT_HI - HEAT_LO; i++)
+		if (row[i] > max)
+			max = row[i];
+	{
+		time_t t = time(NULL);
+		struct tm tm;
+		char ts[16];
+
+		localtime_r(&t, &tm);
+		strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+		printf("%-8s %8llu |", ts, (unsigned long long)c->count);
+	}
+	/* Shades relative to the row's fullest bucket: where the mass is. */
+	for (i = 0; i < HEAT_HI - HEAT_LO; i++)
+		fputs(shade[row[i] ? (int)((row[i] * 4 + max - 1) / max) : 0],
+		      stdout);
+	printf("|\n");
+	fflush(stdout);
+}
+
+static void xml_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '>')
+			fputs("&gt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else if ((unsigned char)*s < 0x20)
+			fputc('?', f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* White (none) through yellow to dark red (the most), on a log scale. */
+static void heat_colour(__u64 v, __u64 max, char *buf, size_t sz)
+{
+	static const int stops[][3] = {
+		{ 255, 255, 204 }, { 254, 178, 76 }, { 240, 59, 32 },
+		{ 128, 0, 38 },
+	};
+	double f, x;
+	int k, c[3], j;
+
+	if (!v) {
+		snprintf(buf, sz, "#f7f7f7");
+		return;
+	}
+	f = max > 1 ? log1p((double)v) / log1p((double)max) : 1.0;
+	x = f * 3;
+	k = x >= 3 ? 2 : (int)x;
+	x -= k;
+	for (j = 0; j < 3; j++)
+		c[j] = (int)(stops[k][j] + (stops[k + 1][j] - stops[k][j]) * x + 0.5);
+	snprintf(buf, sz, "#%02x%02x%02x", c[0], c[1], c[2]);
+}
+
+/* The whole run as one picture: time across, latency up, colour for count. */
+static void heat_svg(void)
+{
+	const int cw = 14, ch = 14, left = 64, top = 36, bottom = 40;
+	int lo = AT_HIST_SLOTS, hi = -1, i, s, w, h, step;
+	char col[16], lbl[16];
+	__u64 max = 0;
+	FILE *f;
+
+	for (i = 0; i < nheat; i++)
+		for (s = 0; s < AT_HIST_SLOTS; s++)
+			if (heat[i].slots[s]) {
+				if (s < lo)
+					lo = s;
+				if (s > hi)
+					hi = s;
+				if (heat[i].slots[s] > max)
+					max = heat[i].slots[s];
+			}
+	if (hi < 0)
+		lo = hi = 10;
+	lo = lo > 0 ? lo - 1 : lo;
+	hi = hi < AT_HIST_SLOTS - 1 ? hi + 1 : hi;
+	w = left + (nheat ? nheat : 1) * cw + 90;
+	/* Room for the title: about 7 px a character at 13 px. */
+	if (w < left + 7 * (int)(40 + (env.mnt ? strlen(env.mnt) : 0)))
+		w = left + 7 * (int)(40 + (env.mnt ? strlen(env.mnt) : 0));
+	h = top + (hi - lo + 1) * ch + bottom;
+	f = fopen(env.svg, "w");
+	if (!f)
+		die("--svg %s: %s", env.svg, strerror(errno));
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
+		w, h, w, h);
+	fprintf(f, "<title>aheadfs %s latency heatmap</title>\n", heat_op());
+	fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", w, h);
+	fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"13\">aheadfs %s latency", left,
+		heat_op());
+	if (env.mnt) {
+		fputs(" on ", f);
+		xml_str(f, env.mnt);
+	}
+	fprintf(f, ", %ld s per column</text>\n", env.interval);
+	for (i = 0; i < nheat; i++)
+		for (s = lo; s <= hi; s++) {
+			heat_colour(heat[i].slots[s], max, col, sizeof(col));
+			fmt_slot(s, lbl, sizeof(lbl));
+			fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
+				"<title>%.3f s, %s+: %llu</title></rect>\n",
+				left + i * cw, top + (hi - s) * ch, cw, ch, col,
+				heat[i].time, lbl,
+				(unsigned long long)heat[i].slots[s]);
+		}
+	/* The latency axis: every slot's lower bound, at its row's foot. */
+	for (s = lo; s <= hi; s++) {
+		fmt_slot(s, lbl, sizeof(lbl));
+		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
+			left - 4, top + (hi - s + 1) * ch - 3, lbl);
+	}
+	/* The time axis: a label every tenth of the way, 42 px apart at least. */
+	step = nheat > 10 ? (nheat + 9) / 10 : 1;
+	if (step * cw < 42)
+		step = (42 + cw - 1) / cw;
+	for (i = 0; i < nheat; i += step)
+		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.0fs</text>\n",
+			left + i * cw + cw / 2, top + (hi - lo + 1) * ch + 14,
+			heat[i].time);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since start</text>\n",
+		left + (nheat ? nheat : 1) * cw / 2, h - 8);
+	/* The colour scale. */
+	for (i = 0; i <= 4; i++) {
+		__u64 v = max ? (__u64)(expm1(log1p((double)max) * i / 4) + 0.5) : 0;
+
+		heat_colour(v, max, col, sizeof(col));
+		fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#999\"/>"
+			"<text x=\"%d\" y=\"%d\">%llu</text>\n",
+			w - 80, top + i * 16, col, w - 64, top + i * 16 + 10,
+			(unsigned long long)v);
+	}
+	fprintf(f, "</svg>\n");
+	if (fclose(f))
+		die("--svg %s: %s", env.svg, strerror(errno));
+}
+
+static void heatmap(int fd)
+{
+	__u64 cur[AT_HIST_SLOTS], prev[AT_HIST_SLOTS] = {};
+	long n = 0;
+	int s;
+
+	heat_header();
+	for (;;) {
+		bool more = wait_interval();
+		struct heat_col *c;
+
+		if (nheat == heat_cap) {
+			heat_cap = heat_cap ? heat_cap * 2 : 64;
+			heat = realloc(heat, heat_cap * sizeof(*heat));
+			if (!heat)
+				die("out of memory");
+		}
+		c = &heat[nheat++];
+		memset(c, 0, sizeof(*c));
+		heat_read(fd, cur);
+		for (s = 0; s < AT_HIST_SLOTS; s++) {
+			c->slots[s] = cur[s] - prev[s];
+			c->count += c->slots[s];
+			prev[s] = cur[s];
+		}
+		c->time = elapsed();
+		heat_print(c);
+		if (!more)
+			break;
+		if (env.count && ++n >= env.count)
+			break;
+	}
+	if (env.svg)
+		heat_svg();
+	free(heat);
+}
+
+/* ahead_lost summed over every possible CPU, however many there are. */
+static __u64 lost_events(int fd, int ncpu)
+{
+	__u64 *v, sum = 0;
+	__u32 zero = 0;
+	int i;
+
+	if (ncpu <= 0)
+		die("cannot count the CPUs: %s", strerror(-ncpu));
+	/* A per-CPU value is 8-byte aligned per CPU: a __u64 is exactly that. */
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		die("out of memory");
+	if (bpf_map_lookup_elem(fd, &zero, v))
+		die("cannot read the lost-event counts: %s", strerror(errno));
+	for (i = 0; i < ncpu; i++)
+		sum += v[i];
+	free(v);
+	return sum;
 }
 
 static int run_aheadfs(void)
@@ -1100,6 +1656,7 @@ static int run_aheadfs(void)
 		load_error(-errno, "the aheadfs programs");
 	switch (env.verb) {
 	case V_HIST:
+	case V_HEATMAP:
 		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_FILES;
 		if (env.per_pid)
 			cfg.flags |= AT_CFG_HIST_PID;
@@ -1127,8 +1684,12 @@ static int run_aheadfs(void)
 		bpf_program__set_autoload(skel->progs.at_file_remap, false);
 		bpf_program__set_autoload(skel->progs.at_file_op, false);
 	}
-	if (env.verb != V_OPLOG)
-		bpf_map__set_max_entries(skel->maps.ahead_events, 4096);
+	/* The other verbs log nothing: one page, the smallest ring buffer. */
+	if (bpf_map__set_max_entries(skel->maps.ahead_events,
+				     env.verb == V_OPLOG ?
+				     ringbuf_bytes(env.buffer_pages) :
+				     (__u32)page_size()))
+		die("cannot size the ring buffer: %s", strerror(errno));
 	err = aheadfs_bpf__load(skel);
 	if (err)
 		load_error(err, "the aheadfs programs");
@@ -1156,14 +1717,19 @@ static int run_aheadfs(void)
 			periodic(bpf_map__fd(skel->maps.ahead_hist), false,
 				 false, false);
 		break;
+	case V_HEATMAP:
+		announce("aheadfs latency for a heatmap");
+		heatmap(bpf_map__fd(skel->maps.ahead_hist));
+		break;
 	case V_PREFETCH:
+		mounts_fd = bpf_map__fd(skel->maps.ahead_mounts);
 		announce("aheadfs prefetch");
 		periodic(bpf_map__fd(skel->maps.ahead_files), true, false,
 			 false);
 		break;
 	default: {
-		__u64 lost[256] = {};
-		int i, ncpu = libbpf_num_possible_cpus();
+		int ncpu = libbpf_num_possible_cpus();
+		__u64 lost;
 
 		rb = ring_buffer__new(bpf_map__fd(skel->maps.ahead_events),
 				      on_event, NULL, NULL);
@@ -1188,17 +1754,10 @@ static int run_aheadfs(void)
 		detach_all();
 		ring_buffer__consume(rb);
 		fflush(stdout);
-		if (ncpu > 0 && ncpu <= 256 &&
-		    !bpf_map_lookup_elem(bpf_map__fd(skel->maps.ahead_lost),
-					 &zero, lost)) {
-			__u64 sum = 0;
-
-			for (i = 0; i < ncpu; i++)
-				sum += lost[i];
-			if (sum)
-				fprintf(stderr, "aheadtrace: %llu events lost (ring buffer full)\n",
-					(unsigned long long)sum);
-		}
+		lost = lost_events(bpf_map__fd(skel->maps.ahead_lost), ncpu);
+		if (lost)
+			fprintf(stderr, "aheadtrace: %llu events lost (ring buffer full)\n",
+				(unsigned long long)lost);
 		fprintf(stderr, "%llu events\n", (unsigned long long)events);
 		ring_buffer__free(rb);
 	}
@@ -1208,49 +1767,165 @@ static int run_aheadfs(void)
 	return 0;
 }
 
-static int run_vfs(void)
+/* A VFS function's program in OBJ: "_in", "_out", "_kin" or "_kout". */
+static struct bpf_program *vfs_prog(struct bpf_object *obj, int op,
+				    const char *sfx)
+{
+	struct bpf_program *p;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s%s", vfs_names[op], sfx);
+	p = bpf_object__find_program_by_name(obj, name);
+	if (!p)
+		die("no BPF program %s (rebuild bpf/)", name);
+	return p;
+}
+
+/* Attach an entry and exit pair, both or neither; 0 or -errno. */
+static int attach_pair(struct bpf_program *in, struct bpf_program *out)
+{
+	struct bpf_link *a, *b;
+	int err;
+
+	a = bpf_program__attach(in);
+	if (!a)
+		return -errno;
+	b = bpf_program__attach(out);
+	if (!b) {
+		err = -errno;
+		bpf_link__destroy(a);
+		return err;
+	}
+	links[nlinks++] = a;
+	links[nlinks++] = b;
+	return 0;
+}
+
+static void vfs_set_filter(int config_fd, int devs_fd)
 {
 	struct at_vfs_config cfg = { .filter = 1 };
-	struct bpf_program *p;
-	struct vfs_bpf *skel;
-	struct btf *vmlinux;
 	__u32 zero = 0, one = 1;
-	int err, i;
+	int i;
 
-	skel = vfs_bpf__open();
-	if (!skel)
-		load_error(-errno, "the vfs programs");
-	/* Skip functions this kernel does not have rather than fail all. */
+	for (i = 0; i < env.ndevs; i++)
+		if (bpf_map_update_elem(devs_fd, &env.devs[i], &one, BPF_ANY))
+			die("cannot set the device filter: %s", strerror(errno));
+	if (bpf_map_update_elem(config_fd, &zero, &cfg, BPF_ANY))
+		die("cannot set the device filter: %s", strerror(errno));
+}
+
+/*
+ * fentry/fexit (vfs.bpf.o) for every function the kernel's BTF has, unless
+ * --kprobe; kprobe/kretprobe (vfsk.bpf.o, sharing vfs.bpf.o's maps) for the
+ * others, for those whose fentry does not attach, and for all of them on a
+ * kernel where fentry programs do not load.  Each fallback is said.
+ */
+static int run_vfs(void)
+{
+	bool need_k[AT_NR_VFS_OPS], any_k = false;
+	struct vfs_bpf *skel = NULL;
+	struct vfsk_bpf *kskel = NULL;
+	struct btf *vmlinux;
+	int err, op, hist_fd;
+
+	if (env.kprobe)
+		fprintf(stderr, "aheadtrace: --kprobe: every VFS function traced with kprobe/kretprobe\n");
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
 		die("cannot read the kernel's BTF: %s", strerror(errno));
-	bpf_object__for_each_program(p, skel->obj) {
-		const char *sec = bpf_program__section_name(p);
-		const char *fn = strchr(sec, '/');
-
-		if (fn && btf__find_by_name_kind(vmlinux, fn + 1, BTF_KIND_FUNC) < 0) {
-			fprintf(stderr, "aheadtrace: %s not in this kernel, skipped\n", sec);
-			bpf_program__set_autoload(p, false);
+	for (op = 0; op < AT_NR_VFS_OPS; op++) {
+		need_k[op] = env.kprobe;
+		if (!env.kprobe && btf__find_by_name_kind(vmlinux, vfs_names[op],
+							  BTF_KIND_FUNC) < 0) {
+			fprintf(stderr, "aheadtrace: %s: no BTF for fentry, traced with a kprobe\n",
+				vfs_names[op]);
+			need_k[op] = true;
 		}
 	}
 	btf__free(vmlinux);
-	err = vfs_bpf__load(skel);
-	if (err)
-		load_error(err, "the vfs programs");
-	for (i = 0; i < env.ndevs; i++)
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.vfs_devs),
-					&env.devs[i], &one, BPF_ANY))
-			die("cannot set the device filter: %s", strerror(errno));
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.vfs_config), &zero, &cfg,
-				BPF_ANY))
-		die("cannot set the device filter: %s", strerror(errno));
-	bpf_object__for_each_program(p, skel->obj)
-		attach(p, false);
+
+	if (!env.kprobe) {
+		skel = vfs_bpf__open();
+		if (!skel)
+			load_error(-errno, "the vfs programs");
+		for (op = 0; op < AT_NR_VFS_OPS; op++) {
+			bpf_program__set_autoload(vfs_prog(skel->obj, op, "_in"),
+						  !need_k[op]);
+			bpf_program__set_autoload(vfs_prog(skel->obj, op, "_out"),
+						  !need_k[op]);
+		}
+		err = vfs_bpf__load(skel);
+		if (err) {
+			/* No BPF trampoline here, say: kprobes for all. */
+			fprintf(stderr, "aheadtrace: the fentry programs do not load here (%s), tracing with kprobes\n",
+				strerror(-err));
+			vfs_bpf__destroy(skel);
+			skel = NULL;
+			for (op = 0; op < AT_NR_VFS_OPS; op++)
+				need_k[op] = true;
+		}
+	}
+	if (skel) {
+		vfs_set_filter(bpf_map__fd(skel->maps.vfs_config),
+			       bpf_map__fd(skel->maps.vfs_devs));
+		for (op = 0; op < AT_NR_VFS_OPS; op++) {
+			if (need_k[op])
+				continue;
+			err = attach_pair(vfs_prog(skel->obj, op, "_in"),
+					  vfs_prog(skel->obj, op, "_out"));
+			if (err) {
+				fprintf(stderr, "aheadtrace: %s: fentry cannot attach (%s), traced with a kprobe\n",
+					vfs_names[op], strerror(-err));
+				need_k[op] = true;
+			}
+		}
+	}
+	for (op = 0; op < AT_NR_VFS_OPS; op++)
+		any_k |= need_k[op];
+
+	if (any_k) {
+		kskel = vfsk_bpf__open();
+		if (!kskel)
+			load_error(-errno, "the vfs kprobe programs");
+		for (op = 0; op < AT_NR_VFS_OPS; op++) {
+			bpf_program__set_autoload(vfs_prog(kskel->obj, op, "_kin"),
+						  need_k[op]);
+			bpf_program__set_autoload(vfs_prog(kskel->obj, op, "_kout"),
+						  need_k[op]);
+		}
+		/* One histogram, whichever program fills it. */
+		if (skel &&
+		    (bpf_map__reuse_fd(kskel->maps.vfsk_config,
+				       bpf_map__fd(skel->maps.vfs_config)) ||
+		     bpf_map__reuse_fd(kskel->maps.vfsk_devs,
+				       bpf_map__fd(skel->maps.vfs_devs)) ||
+		     bpf_map__reuse_fd(kskel->maps.vfsk_hist,
+				       bpf_map__fd(skel->maps.vfs_hist))))
+			die("cannot share the vfs maps: %s", strerror(errno));
+		err = vfsk_bpf__load(kskel);
+		if (err)
+			load_error(err, "the vfs kprobe programs");
+		if (!skel)
+			vfs_set_filter(bpf_map__fd(kskel->maps.vfsk_config),
+				       bpf_map__fd(kskel->maps.vfsk_devs));
+		for (op = 0; op < AT_NR_VFS_OPS; op++) {
+			if (!need_k[op])
+				continue;
+			err = attach_pair(vfs_prog(kskel->obj, op, "_kin"),
+					  vfs_prog(kskel->obj, op, "_kout"));
+			if (err)
+				fprintf(stderr, "aheadtrace: %s not traceable here (%s), skipped\n",
+					vfs_names[op], strerror(-err));
+		}
+	}
 	if (!nlinks)
 		die("no VFS function could be traced on this kernel");
+	hist_fd = skel ? bpf_map__fd(skel->maps.vfs_hist) :
+			 bpf_map__fd(kskel->maps.vfsk_hist);
 	announce("VFS calls");
-	periodic(bpf_map__fd(skel->maps.vfs_hist), false, true, false);
+	periodic(hist_fd, false, true, false);
 	detach_all();
+	vfsk_bpf__destroy(kskel);
 	vfs_bpf__destroy(skel);
 	return 0;
 }

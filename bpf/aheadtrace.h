@@ -12,6 +12,7 @@
 #define AT_COMM_LEN	16
 #define AT_MAX_FILES	10240	/* prefetch statistics kept for this many files */
 #define AT_MAX_DEVS	16	/* vfs program set: devices traced at once */
+#define AT_MAX_MOUNTS	256	/* ahead_mounts: aheadfs mounts counted */
 #define AT_RINGBUF_SZ	(1 << 22)
 #define AT_NAME_MAX	256	/* a dentry name, NUL included (NAME_MAX + 1) */
 #define AT_PATH_LEN	1024	/* at_event.path: names, leaf first, NUL-separated */
@@ -152,6 +153,22 @@ struct at_file_stats {
 	__u64 window_max;
 	__s64 pf_start;		/* the prefetched range, [pf_start, pf_end) */
 	__s64 pf_end;
+	/* When the entry was made: after an LRU eviction, a new one's differs. */
+	__u64 born_ns;
+};
+
+/*
+ * ahead_mounts: the same counters per mount, never evicted, so that totals
+ * never go backwards whatever the LRU does to ahead_files.
+ */
+struct at_mount_stats {
+	__u64 prefetch_chunks;
+	__u64 prefetch_bytes;
+	__u64 read_reqs;
+	__u64 read_bytes;
+	__u64 present_bytes;
+	__u64 absent_bytes;
+	__u64 hit_bytes;
 };
 
 /* ahead_config (array, one entry): runtime filters; zero traces everything. */

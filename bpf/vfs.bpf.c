@@ -6,7 +6,8 @@
  * so start times are keyed by thread, layer (the superblock's device) and
  * function: the inner call never overwrites the outer one's start.  Needs
  * only vmlinux BTF; a separate object so that a kernel without fentry
- * support fails this set alone.
+ * support fails this set alone.  vfsk.bpf.c has the same with kprobes, for
+ * kernels or functions where fentry cannot attach.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -264,7 +264,7 @@ else
 	nok "man aheadctl renders" "$(inroot env MANWIDTH=80 man -P cat 8 aheadctl 2>&1 | head -n 5)"
 fi
 check "aheadctl --version is the package's" "aheadctl $ver" "$(inroot aheadctl --version 2>&1)"
-for f in /usr/sbin/aheadtrace /usr/lib/aheadfs/bpf/aheadfs.bpf.o /usr/lib/aheadfs/bpf/vfs.bpf.o \
+for f in /usr/sbin/aheadtrace /usr/lib/aheadfs/bpf/aheadfs.bpf.o /usr/lib/aheadfs/bpf/vfs.bpf.o /usr/lib/aheadfs/bpf/vfsk.bpf.o \
 	/lib/systemd/system/aheadctl.service /usr/lib/udev/rules.d/90-aheadctl.rules \
 	/usr/share/doc/aheadfs-tools/aheadctl.rst; do
 	if [ -s "$root$f" ]; then ok "aheadfs-tools installs $f"; else nok "aheadfs-tools installs $f"; fi

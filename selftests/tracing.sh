@@ -3,7 +3,10 @@
 # log, histograms and prefetch counts that aheadtrace and the bpftool-only
 # path report, checked against a scripted workload and the module's stats;
 # file names, paths and per-process histograms against known names and comms;
-# the VFS program set on both layers; clean unload.  KTAP on stdout.
+# the ring buffer's size and lost records; Prometheus series bounded with
+# 10,000 files; the heatmap of a dm-delay lower whose delay changes; the VFS
+# program set on both layers, with fentry and with kprobes; clean unload.
+# KTAP on stdout.
 #
 #   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> selftests/tracing.sh
 set -u
@@ -56,7 +59,9 @@ sys=/sys/fs/aheadfs/$id
 cleanup() {
 	[ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer"
 	rm -rf "$pin" /sys/fs/bpf/aheadvfs
-	umount "$work/mnt3" "$work/mnt2" "$mnt" 2>/dev/null
+	umount "$work/mnt3" "$work/mnt2" "$mnt" "$work/dmnt" "$work/dlower" 2>/dev/null
+	DM_DISABLE_UDEV=1 dmsetup remove ahtest-delay 2>/dev/null
+	[ -n "${dloop:-}" ] && losetup -d "$dloop" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -70,29 +75,33 @@ delta() {
 
 # start_tracer NAME ARGS...: aheadtrace in the background, stdout into
 # $log/NAME.out; returns once it has attached (its "Tracing" line), read
-# from a FIFO so that no sleep stands in for synchronisation.
+# from a FIFO so that no sleep stands in for synchronisation.  Notices
+# before that line ("aheadtrace: ...") are kept for $log/NAME.err.
 start_tracer() {
 	local name=$1 line
 	shift
 	rm -f "$log/$name.fifo"
 	mkfifo "$log/$name.fifo"
+	: >"$log/$name.pre"
 	"$at" "$@" >"$log/$name.out" 2>"$log/$name.fifo" &
 	tracer=$!
 	exec 3<"$log/$name.fifo"
-	if ! read -r -t 120 line <&3 || [ "${line#Tracing}" = "$line" ]; then
-		echo "# aheadtrace $*: ${line:-no output}"
-		return 1
-	fi
-	return 0
+	while read -r -t 120 line <&3; do
+		[ "${line#Tracing}" != "$line" ] && return 0
+		printf '%s\n' "$line" >>"$log/$name.pre"
+		[ "${line#aheadtrace: }" != "$line" ] || break
+	done
+	echo "# aheadtrace $*: $(cat "$log/$name.pre")"
+	return 1
 }
-# stop_tracer NAME [SIGNAL]: signal it, wait, keep the rest of its stderr.
+# stop_tracer NAME [SIGNAL]: signal it, wait, keep all of its stderr.
 stop_tracer() {
 	local rc
 	kill -"${2:-INT}" "$tracer"
 	wait "$tracer"
 	rc=$?
 	tracer=
-	cat <&3 >"$log/$1.err"
+	{ cat "$log/$1.pre"; cat <&3; } >"$log/$1.err"
 	exec 3<&-
 	return $rc
 }
@@ -203,6 +212,63 @@ else
 fi
 
 # ---------------------------------------------------------------------
+# 1b. The ring buffer in pages of the running kernel, and lost records
+# counted on every CPU: a one-page buffer, its reader stopped (SIGSTOP,
+# awaited in /proc) while 50 reads are logged, keeps what fits in a page
+# (the record's size from aheadtrace's debug info) and counts the rest as lost.
+page=$(getconf PAGESIZE)
+evsize=$(pahole -C at_event "$at" 2>/dev/null | sed -nE 's|.*/\* size: ([0-9]+),.*|\1|p')
+# The ring buffer's size: of the one tracer running (a stopped tracer's map
+# is freed after an RCU grace period, so each check waits for that first).
+ringbuf() { "$bpftool" -j map show | jq -r '.[] | select(.name == "ahead_events") | .max_entries'; }
+stopped() {
+	local i
+	for i in $(seq 2000); do
+		[ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+[ -n "$evsize" ] || nok "pahole reads struct at_event's size from $at"
+echo off >"$sys/prefetch"
+wait_gone
+if start_tracer lost oplog -m "$mnt" -o read -b 1 -j; then
+	check "oplog -b 1: the ring buffer is one page ($page bytes)" "$page" "$(ringbuf)"
+	kill -STOP "$tracer"
+	stopped "$tracer" || nok "aheadtrace stops on SIGSTOP"
+	stats "$log/l0"
+	dd if="$mnt/big" of=/dev/null bs=4096 count=50 status=none
+	stats "$log/l1"
+	kill -CONT "$tracer"
+	stop_tracer lost
+	check "oplog -b 1 exits 0 on Ctrl-C" 0 $?
+	reqs=$(delta "$log/l0" "$log/l1" read_reqs)
+	kept=$(( page / (evsize + 8) ))	# each record has an 8-byte header
+	check "lost: a stopped reader's page keeps $kept records of $evsize bytes" "$kept" \
+		"$(jq -s 'map(select(.kind == "read")) | length' "$log/lost.out")"
+	check "lost: the other $((reqs - kept)) of the $reqs reads are reported lost" \
+		"aheadtrace: $((reqs - kept)) events lost (ring buffer full)" \
+		"$(grep 'events lost' "$log/lost.err")"
+else
+	nok "oplog -b 1 attaches"
+fi
+wait_gone
+if start_tracer rb-default oplog -m "$mnt"; then
+	check "oplog: the default ring buffer is 4 MiB" 4194304 "$(ringbuf)"
+	stop_tracer rb-default
+else
+	nok "oplog attaches (default ring buffer)"
+fi
+wait_gone
+if start_tracer rb-hist hist -m "$mnt"; then
+	check "hist: the unused ring buffer is one page" "$page" "$(ringbuf)"
+	stop_tracer rb-hist
+else
+	nok "hist attaches (ring buffer size)"
+fi
+echo ahead >"$sys/prefetch"
+
+# ---------------------------------------------------------------------
 # 2. Histograms: counts equal operation counts.
 mkdir -p "$lower/d"
 for i in 1 2 3; do echo "$i" >"$lower/d/f$i"; done
@@ -257,6 +323,74 @@ else
 	nok "aheadtrace hist --prom attaches"
 fi
 
+# Prometheus from prefetch: per-mount series only, however many files are
+# read; counters that never go backwards.  10,000 one-byte files, made by
+# the shell's own redirections and read by one cat, then 11 of them again;
+# the file is scraped after each pass (aheadtrace's next rewrite: a rename,
+# so a new inode) and at exit.
+mkdir -p "$lower/many"
+for ((i = 0; i < 10000; i++)); do printf x >"$lower/many/f$i"; done
+# next_scrape FILE COPY: wait for the next rewrite of FILE, keep a copy.
+next_scrape() {
+	local old i
+	old=$(stat -c %i "$1" 2>/dev/null)
+	for i in $(seq 2000); do
+		if [ -e "$1" ] && [ "$(stat -c %i "$1" 2>/dev/null)" != "$old" ]; then
+			cp "$1" "$2" && return 0
+		fi
+		sleep 0.01
+	done
+	return 1
+}
+series() { grep -vc '^#' "$1"; }
+pm=aheadfs_prefetch_chunks_total,aheadfs_prefetch_bytes_total,aheadfs_read_requests_total,aheadfs_read_bytes_total,aheadfs_read_present_bytes_total,aheadfs_read_absent_bytes_total,aheadfs_read_from_prefetch_bytes_total
+npm=$(tr , '\n' <<<"$pm" | wc -l)
+if start_tracer prom-files prefetch -m "$mnt" -i 2 --prom "$log/f.prom"; then
+	stats "$log/pf0"
+	cat "$mnt"/many/* >/dev/null
+	next_scrape "$log/f.prom" "$log/f1.prom" || nok "prom: rewritten after the first pass"
+	cat "$mnt"/many/f99* >/dev/null
+	next_scrape "$log/f.prom" "$log/f2.prom" || nok "prom: rewritten after the second pass"
+	stats "$log/pf1"
+	stop_tracer prom-files
+	check "prom: prefetch --prom exits 0 on Ctrl-C" 0 $?
+	# One mount (-m) times the per-mount counters: no series per file.
+	check "prom: $npm series (1 mount x $npm counters) after 10,000 files, first scrape" \
+		"$npm" "$(series "$log/f1.prom")"
+	check "prom: $npm series after the second pass and at exit" "$npm $npm" \
+		"$(series "$log/f2.prom") $(series "$log/f.prom")"
+	check "prom: the counters are the per-mount ones, labelled by dev" \
+		"$(tr , '\n' <<<"$pm" | sed "s/\$/{dev=\"$id\"}/" | sort | paste -sd' ')" \
+		"$(grep -v '^#' "$log/f.prom" | awk '{ print $1 }' | sort | paste -sd' ')"
+	check "prom: no counter decreased from one scrape to the next" "" \
+		"$(join <(grep -v '^#' "$log/f1.prom" | sort) <(grep -v '^#' "$log/f2.prom" | sort) |
+			awk '$3 < $2' ; join <(grep -v '^#' "$log/f2.prom" | sort) <(grep -v '^#' "$log/f.prom" | sort) | awk '$3 < $2')"
+	pv() { awk -v k="$1{dev=\"$id\"}" '$1 == k { print $2 }' "$log/f.prom"; }
+	check "prom: read requests equal stats read_reqs over 10,000 files" \
+		"$(delta "$log/pf0" "$log/pf1" read_reqs)" "$(pv aheadfs_read_requests_total)"
+	check "prom: bytes read equal stats read_bytes" \
+		"$(delta "$log/pf0" "$log/pf1" read_bytes)" "$(pv aheadfs_read_bytes_total)"
+	check "prom: absent bytes equal stats read_absent_bytes" \
+		"$(delta "$log/pf0" "$log/pf1" read_absent_bytes)" "$(pv aheadfs_read_absent_bytes_total)"
+else
+	nok "prefetch --prom attaches"
+fi
+rm -rf "$lower/many"
+# --top-files N: per-file series for the N files read most, by dev and ino.
+mkdir -p "$lower/top"
+for i in 1 2 3 4; do head -c $((i * 4096)) /dev/zero >"$lower/top/t$i"; done
+if start_tracer prom-top prefetch -m "$mnt" --prom "$log/t.prom" --top-files 3; then
+	cat "$mnt"/top/t* >/dev/null
+	stop_tracer prom-top
+	check "prom --top-files 3: $npm per-mount series and 3 files x 4 counters" $((npm + 12)) \
+		"$(series "$log/t.prom")"
+	check "prom --top-files 3: the three files read most, with the bytes read" \
+		"$(for i in 2 3 4; do echo "$(stat -c %i "$lower/top/t$i") $((i * 4096))"; done | sort)" \
+		"$(sed -nE "s/^aheadfs_file_read_bytes_total\{dev=\"$id\",ino=\"([0-9]+)\"\} ([0-9]+)\$/\1 \2/p" "$log/t.prom" | sort)"
+else
+	nok "prefetch --prom --top-files attaches"
+fi
+
 # ---------------------------------------------------------------------
 # 3. Prefetch effectiveness per file.
 echo ahead >"$sys/prefetch"
@@ -284,34 +418,66 @@ fi
 
 # ---------------------------------------------------------------------
 # 4. VFS level, both layers in one run; nested calls keep their own starts.
+# The same workload twice: with fentry, then kprobes forced (--kprobe),
+# which must give the same devices, functions and counts.  Prefetch off
+# and caches dropped before each run, so that the lower sees the same calls.
+echo off >"$sys/prefetch"
 mkdir -p "$lower/v"
-for i in 1 2 3 4; do echo "$i" >"$lower/v/f$i"; done
-if start_tracer vfs vfs -d "$mnt" -d "$lower" -j; then
-	stats "$log/v0"
+kwork() {
+	for i in 1 2 3; do echo "$i" >"$mnt/v/f$i"; done
 	dd if="$mnt/big" of=/dev/null bs=8650752 count=2 status=none
-	rm "$mnt/v/f1" "$mnt/v/f2" "$mnt/v/f3"
-	stats "$log/v1"
-	stop_tracer vfs
-	check "aheadtrace vfs exits 0 on Ctrl-C" 0 $?
-	v=$log/vfs.out
-	cnt() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .count" "$v"; }
-	sum() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .sum_ns" "$v"; }
-	check "vfs: vfs_read on aheadfs counts the 2 reads" 2 "$(cnt "$id" vfs_read)"
-	check "vfs: lower reads equal stats read_txns" \
-		"$(delta "$log/v0" "$log/v1" read_txns)" "$(cnt "$ldev" vfs_iocb_iter_read)"
-	check "vfs: vfs_unlink counted on aheadfs" 3 "$(cnt "$id" vfs_unlink)"
-	check "vfs: nested vfs_unlink counted on the lower too" 3 "$(cnt "$ldev" vfs_unlink)"
-	su=$(sum "$id" vfs_unlink) sl=$(sum "$ldev" vfs_unlink)
-	if [ -n "$su" ] && [ -n "$sl" ] && [ "$su" -ge "$sl" ]; then
-		ok "vfs: outer unlink time includes the nested one ($su >= $sl ns)"
+	stat "$mnt/v/f1" "$mnt/v/f2" >/dev/null
+	ls "$mnt/v" >/dev/null
+	mkdir "$mnt/v/d" && rmdir "$mnt/v/d"
+	mv "$mnt/v/f3" "$mnt/v/f4"
+	rm "$mnt/v/f1" "$mnt/v/f2" "$mnt/v/f4"
+}
+for probe in fentry kprobe; do
+	args=()
+	[ "$probe" = kprobe ] && args=(--kprobe)
+	drop_caches
+	if start_tracer "vfs-$probe" vfs -d "$mnt" -d "$lower" "${args[@]}" -j; then
+		stats "$log/v0-$probe"
+		kwork
+		stats "$log/v1-$probe"
+		stop_tracer "vfs-$probe"
+		check "aheadtrace vfs ($probe) exits 0 on Ctrl-C" 0 $?
 	else
-		nok "vfs: outer unlink time includes the nested one" "aheadfs $su lower $sl"
+		nok "aheadtrace vfs ($probe) attaches"
 	fi
-	check "vfs: only the requested devices" "$(printf '%s\n' "$id" "$ldev" | sort -u | paste -sd,)" \
-		"$(jq -r .dev "$v" | sort -u | paste -sd,)"
+done
+v=$log/vfs-fentry.out
+cnt() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .count" "$v"; }
+sum() { jq -r "select(.dev == \"$1\" and .op == \"$2\") | .sum_ns" "$v"; }
+check "vfs: vfs_read on aheadfs counts the 2 reads" 2 "$(cnt "$id" vfs_read)"
+check "vfs: lower reads equal stats read_txns" \
+	"$(delta "$log/v0-fentry" "$log/v1-fentry" read_txns)" "$(cnt "$ldev" vfs_iocb_iter_read)"
+check "vfs: vfs_unlink counted on aheadfs" 3 "$(cnt "$id" vfs_unlink)"
+check "vfs: nested vfs_unlink counted on the lower too" 3 "$(cnt "$ldev" vfs_unlink)"
+su=$(sum "$id" vfs_unlink) sl=$(sum "$ldev" vfs_unlink)
+if [ -n "$su" ] && [ -n "$sl" ] && [ "$su" -ge "$sl" ]; then
+	ok "vfs: outer unlink time includes the nested one ($su >= $sl ns)"
 else
-	nok "aheadtrace vfs attaches"
+	nok "vfs: outer unlink time includes the nested one" "aheadfs $su lower $sl"
 fi
+check "vfs: only the requested devices" "$(printf '%s\n' "$id" "$ldev" | sort -u | paste -sd,)" \
+	"$(jq -r .dev "$v" | sort -u | paste -sd,)"
+# The functions aheadfs calls on the lower for this workload (kmod/), and
+# the system calls' own on aheadfs (open(O_CREAT) calls ->create, not
+# vfs_create): all seen.
+kc() { jq -r '"\(.dev) \(.op) \(.count)"' "$log/vfs-$1.out" | sort; }
+check "vfs: the workload reached each function it calls, on its layer" "" \
+	"$(comm -23 <({ printf "$ldev %s\n" iterate_dir vfs_create vfs_iocb_iter_read \
+			vfs_iocb_iter_write vfs_mkdir vfs_open vfs_rename vfs_rmdir vfs_unlink
+		printf "$id %s\n" iterate_dir vfs_mkdir vfs_open vfs_read vfs_rename vfs_rmdir \
+			vfs_unlink vfs_write; } | sort) <(kc fentry | awk '{ print $1, $2 }' | sort))"
+check "vfs --kprobe: the same devices, functions and counts as fentry" "$(kc fentry)" "$(kc kprobe)"
+check "vfs --kprobe: said so on stderr, no function skipped" \
+	"aheadtrace: --kprobe: every VFS function traced with kprobe/kretprobe" \
+	"$(grep '^aheadtrace: ' "$log/vfs-kprobe.err")"
+check "vfs: fentry everywhere without --kprobe (nothing reported)" "" \
+	"$(grep '^aheadtrace: ' "$log/vfs-fentry.err")"
+echo ahead >"$sys/prefetch"
 
 # ---------------------------------------------------------------------
 # 5. Names and processes: a scripted workload under two command names
@@ -428,6 +594,111 @@ check "hist -C 1 2 prints two intervals" 2 \
 umount "$work/mnt3"
 
 # ---------------------------------------------------------------------
+# 5b. heatmap: a lower whose latency changes half-way.  ext4 on a dm-delay
+# target over a loop device, O_DIRECT reads (they reach the device): 20
+# with no delay, then the table swapped to 20 ms and 20 more.  The
+# tracer's own columns order the phases: once the first pass is over, two
+# more columns (the second one read the map after the first was printed)
+# close it, and the table is swapped only then.
+export DM_DISABLE_UDEV=1
+heat_ok=
+mkdir -p "$work/dlower" "$work/dmnt"
+truncate -s 64M "$work/delay.img"
+if modprobe dm-delay && dloop=$(losetup -f --show "$work/delay.img") &&
+   dsz=$(blockdev --getsz "$dloop") &&
+   dmsetup create ahtest-delay --table "0 $dsz delay $dloop 0 0" &&
+   mkfs.ext4 -q /dev/mapper/ahtest-delay && mount /dev/mapper/ahtest-delay "$work/dlower" &&
+   head -c 1048576 /dev/zero >"$work/dlower/file" && sync &&
+   mount -t aheadfs "$work/dlower" "$work/dmnt"; then
+	heat_ok=1
+else
+	nok "heatmap: a dm-delay lower is set up" "$(dmesg | tail -n 5)"
+fi
+hcols() { wc -l <"$log/heat.out"; }
+# wait_cols N: until the tracer has printed N columns.
+wait_cols() {
+	local i
+	for i in $(seq 3000); do
+		[ "$(hcols)" -ge "$1" ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+if [ -n "$heat_ok" ] && start_tracer heat heatmap -m "$work/dmnt" -o read -j --svg "$log/heat.svg" 1; then
+	dd if="$work/dmnt/file" of=/dev/null bs=4096 count=20 iflag=direct status=none
+	cut=$(( $(hcols) + 2 ))
+	wait_cols "$cut" || nok "heatmap: two columns close the first pass"
+	dmsetup load ahtest-delay --table "0 $dsz delay $dloop 0 20" &&
+		dmsetup suspend ahtest-delay && dmsetup resume ahtest-delay ||
+		nok "heatmap: the delay table is swapped in"
+	dd if="$work/dmnt/file" of=/dev/null bs=4096 skip=20 count=20 iflag=direct status=none
+	wait_cols $(( $(hcols) + 1 )) || nok "heatmap: a column after the second pass"
+	stop_tracer heat
+	check "heatmap exits 0 on Ctrl-C" 0 $?
+	hj=$log/heat.out
+	# phase FROM TO: the columns' slots summed, one "slot count" line each.
+	phase() {
+		jq -s -r --argjson a "$1" --argjson b "$2" \
+			'.[$a:$b] | map(.slots) | transpose | to_entries[] | select((.value | add) > 0) | "\(.key) \(.value | add)"' "$hj"
+	}
+	p1=$(phase 0 "$cut") p2=$(phase "$cut" 1000)
+	check "heatmap: the columns before the swap hold the 20 undelayed reads" 20 \
+		"$(awk '{ n += $2 } END { print n + 0 }' <<<"$p1")"
+	check "heatmap: the columns after it hold the 20 delayed reads" 20 \
+		"$(awk '{ n += $2 } END { print n + 0 }' <<<"$p2")"
+	# 20 ms is in slot 24 ([16.8 ms, 33.6 ms)): no delayed read is faster.
+	check "heatmap: every delayed read is in slot 24 (16.8 ms) or above" "" \
+		"$(awk '$1 < 24' <<<"$p2")"
+	m1=$(awk '{ s += $1 * $2; n += $2 } END { if (n) printf "%.2f", s / n }' <<<"$p1")
+	m2=$(awk '{ s += $1 * $2; n += $2 } END { if (n) printf "%.2f", s / n }' <<<"$p2")
+	if [ -n "$m1" ] && [ -n "$m2" ] && awk -v a="$m1" -v b="$m2" 'BEGIN { exit !(b > a) }'; then
+		ok "heatmap: later columns have their mass in higher buckets (mean slot $m1 -> $m2)"
+	else
+		nok "heatmap: later columns have their mass in higher buckets" "before: $p1
+after: $p2"
+	fi
+	check "heatmap -j: one line per column, each with 40 slots and their count" "" \
+		"$(jq -r 'select(.type != "heatmap" or .op != "read" or (.slots | length) != 40 or (.slots | add) != .count) | .time' "$hj")"
+	ncol=$(jq -s length "$hj")
+	rows=$(sed -nE 's/.*<title>[0-9.]+ s, ([^:]+):.*/\1/p' "$log/heat.svg" | sort -u | wc -l)
+	if grep -q '^<svg ' "$log/heat.svg" && grep -q '^</svg>$' "$log/heat.svg" &&
+	   [ "$(grep -c '<rect x=.*<title>' "$log/heat.svg")" = $((ncol * rows)) ] &&
+	   ! grep -Eq 'href|<script|<image' "$log/heat.svg"; then
+		ok "heatmap --svg: a self-contained SVG, a cell per column ($ncol) and bucket ($rows)"
+	else
+		nok "heatmap --svg: a self-contained SVG" "$(head -c 400 "$log/heat.svg")"
+	fi
+else
+	[ -z "$heat_ok" ] || nok "heatmap attaches"
+fi
+if [ -n "$heat_ok" ]; then
+	dmsetup load ahtest-delay --table "0 $dsz delay $dloop 0 0" && dmsetup suspend ahtest-delay &&
+		dmsetup resume ahtest-delay
+	if start_tracer heat-text heatmap -m "$work/dmnt" 1; then
+		dd if="$work/dmnt/file" of=/dev/null bs=4096 count=5 iflag=direct status=none
+		stop_tracer heat-text
+		check "heatmap (text) exits 0 on Ctrl-C" 0 $?
+		ht=$log/heat-text.out
+		check "heatmap text: a header, then one row per interval" "TIME COUNT" \
+			"$(sed -n 2p "$ht" | awk '{ print $1, $2 }')"
+		check "heatmap text: the rows' counts add up to the 5 reads" 5 \
+			"$(awk 'NR > 2 { n += $2 } END { print n + 0 }' "$ht")"
+		full=$(printf '\xe2\x96\x88')
+		check "heatmap text: each row with reads draws its fullest bucket as a full block" \
+			"$(awk 'NR > 2 && $2 > 0' "$ht" | wc -l)" "$(grep -c "$full" "$ht")"
+	else
+		nok "heatmap (text) attaches"
+	fi
+	timeout -k 5 120 "$at" heatmap -m "$work/dmnt" 1 2 >"$log/heat-count.out" 2>"$log/heat-count.err"
+	check "heatmap 1 2 exits 0 by itself" 0 $?
+	check "heatmap 1 2 prints a header and two rows" 4 "$(wc -l <"$log/heat-count.out")"
+fi
+umount "$work/dmnt" "$work/dlower" 2>/dev/null
+dmsetup remove ahtest-delay 2>/dev/null
+[ -n "${dloop:-}" ] && losetup -d "$dloop"
+rm -f "$work/delay.img"
+
+# ---------------------------------------------------------------------
 # 6. aheadtrace leaves nothing behind, after Ctrl-C and after SIGTERM.
 if wait_gone; then ok "nothing left after aheadtrace exits on Ctrl-C"; else nok "nothing left after aheadtrace exits on Ctrl-C" "$(ours)"; fi
 if start_tracer term hist -m "$mnt"; then
@@ -446,7 +717,7 @@ if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loada
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_prefetch at_read" \
+check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
 check "four raw tracepoint links attached" 4 \
 	"$("$bpftool" -j link show 2>/dev/null | jq '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length')"

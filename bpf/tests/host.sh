@@ -85,6 +85,46 @@ expect "-P does not apply to prefetch" 2 "^aheadtrace: option '-P' does not appl
 expect "-T does not apply to hist" 2 "^aheadtrace: option '-T' does not apply to 'hist'" "$at" hist -T
 expect "--path does not apply to hist" 2 "^aheadtrace: option '--path' does not apply to 'hist'" "$at" hist --path
 expect "--per-process does not apply to oplog" 2 "^aheadtrace: option '--per-process' does not apply to 'oplog'" "$at" oplog --per-process
+# The oplog ring buffer in pages of the running kernel.
+pages_max=$(( (1 << 30) / $(getconf PAGESIZE) ))
+expect "buffer pages not a power of two" 2 "^aheadtrace: invalid --buffer-pages '3' \(a power of two\)" "$at" oplog -b 3
+expect "buffer pages zero" 2 "^aheadtrace: invalid --buffer-pages '0' \(a number from 1 to $pages_max\)" "$at" oplog -b 0
+expect "buffer pages over 1 GiB" 2 "^aheadtrace: invalid --buffer-pages '$((pages_max * 2))' \(a number from 1 to $pages_max\)" "$at" oplog --buffer-pages $((pages_max * 2))
+expect "-b does not apply to hist" 2 "^aheadtrace: option '-b' does not apply to 'hist'" "$at" hist -b 2
+expect "valid oplog -b accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -b "$pages_max"
+# Prometheus: per-file series only on request, and a bounded number.
+expect "--top-files without --prom" 2 '^aheadtrace: --top-files needs --prom' "$at" prefetch --top-files 3
+expect "--top-files zero" 2 "^aheadtrace: invalid --top-files '0' \(a number from 1 to 10240\)" "$at" prefetch --top-files 0 --prom "$tmp/m.prom"
+expect "--top-files over the map's size" 2 "^aheadtrace: invalid --top-files '10241'" "$at" prefetch --top-files 10241 --prom "$tmp/m.prom"
+expect "--top-files does not apply to hist" 2 "^aheadtrace: option '--top-files' does not apply to 'hist'" "$at" hist --top-files 3 --prom "$tmp/m.prom"
+expect "valid prefetch --prom --top-files accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" prefetch --prom "$tmp/m.prom" --top-files 10 5
+# heatmap: one operation, an SVG file that can be written.
+expect "heatmap of two operations" 2 '^aheadtrace: heatmap draws one operation' "$at" heatmap -o read,open
+expect "heatmap --svg in a missing directory" 2 "^aheadtrace: --svg '/nonexistent/h.svg': No such file" "$at" heatmap --svg /nonexistent/h.svg
+expect "--svg does not apply to hist" 2 "^aheadtrace: option '--svg' does not apply to 'hist'" "$at" hist --svg "$tmp/h.svg"
+expect "--prom does not apply to heatmap" 2 "^aheadtrace: option '--prom' does not apply to 'heatmap'" "$at" heatmap --prom "$tmp/m.prom"
+expect "-P does not apply to heatmap" 2 "^aheadtrace: option '-P' does not apply to 'heatmap'" "$at" heatmap -P
+expect "heatmap interval zero" 2 "^aheadtrace: invalid interval '0'" "$at" heatmap 0
+expect "valid heatmap arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" heatmap -o getattr --svg "$tmp/h.svg" -j 2 5
+if [ -e "$tmp/h.svg" ]; then nok "a refused heatmap leaves no --svg file behind"; else ok "a refused heatmap leaves no --svg file behind"; fi
+# vfs --kprobe: only vfs takes it; it still needs the kernel's BTF (CO-RE).
+expect "--kprobe does not apply to hist" 2 "^aheadtrace: option '--kprobe' does not apply to 'hist'" "$at" hist --kprobe
+expect "vfs --kprobe without kernel BTF" 1 '^aheadtrace: this kernel has no BTF' \
+	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs --kprobe -d 8:1 1 1
+# vfsk.bpf.o: a kprobe and a kretprobe for each of vfs.bpf.o's fentry programs.
+secs() { llvm-objdump -h "$out/$1.bpf.o" | awk '{ print $2 }' | sed -nE "s|^$2/||p" | sort | paste -sd' '; }
+fe=$(secs vfs fentry)
+if [ -n "$fe" ] && [ "$(secs vfsk kprobe)" = "$fe" ] && [ "$(secs vfsk kretprobe)" = "$fe" ] &&
+   [ "$(secs vfs fexit)" = "$fe" ]; then
+	ok "vfsk.bpf.o: a kprobe and a kretprobe for each of vfs.bpf.o's $(wc -w <<<"$fe") fentry functions"
+else
+	nok "vfsk.bpf.o: a kprobe and a kretprobe for each fentry function" "fentry: $fe
+kprobe: $(secs vfsk kprobe)
+kretprobe: $(secs vfsk kretprobe)"
+fi
 
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
@@ -122,7 +162,7 @@ expect "attach failure is one line" 1 '^aheadtrace: (cannot attach raw_tp/aheadf
 	env AHEADTRACE_MODULE_DIR=/ "$at" hist
 
 # --- the objects ---
-for o in aheadfs vfs; do
+for o in aheadfs vfs vfsk; do
 	if /usr/sbin/bpftool btf dump file "$out/$o.bpf.o" format c >"$tmp/$o.h" 2>&1 &&
 	   grep -q '^struct at_hist_key {' "$tmp/$o.h" && grep -q '^struct at_hist {' "$tmp/$o.h"; then
 		ok "$o.bpf.o carries BTF for its histogram key and value"
@@ -131,12 +171,12 @@ for o in aheadfs vfs; do
 	fi
 done
 # No .rodata/.bss/.data: bpftool cannot set them, and pinmaps would pin them.
-for o in aheadfs vfs; do
+for o in aheadfs vfs vfsk; do
 	secs=$(llvm-objdump -h "$out/$o.bpf.o" 2>/dev/null | awk '{print $2}' | grep -E '^\.(rodata|bss|data)' || true)
 	if [ -z "$secs" ]; then ok "$o.bpf.o has no global data sections"; else nok "$o.bpf.o has no global data sections" "$secs"; fi
 done
 # Map names are pin names: unique across the objects and at most 15 chars.
-maps=$(for o in aheadfs vfs; do llvm-objdump -t "$out/$o.bpf.o" | awk '$4 == ".maps" { print $NF }'; done)
+maps=$(for o in aheadfs vfs vfsk; do llvm-objdump -t "$out/$o.bpf.o" | awk '$4 == ".maps" { print $NF }'; done)
 if [ -n "$maps" ] && [ -z "$(sort <<<"$maps" | uniq -d)" ] && ! grep -Eq '.{16}' <<<"$maps"; then
 	ok "map names unique and short: $(echo $maps)"
 else
