@@ -639,18 +639,32 @@ out:
 }
 
 /*
+ * Whether @lower's filesystem may report attributes that its inode in
+ * memory does not hold yet: a network filesystem, whose getattr flushes the
+ * file's dirty pages and then reports the server's size and times
+ * (nfs_getattr()).  Told by the absence of a block device (FS_REQUIRES_DEV:
+ * ext4, xfs, btrfs keep the truth in memory; tmpfs, which has none either,
+ * only loses the cache while its pages are dirty, which is always).
+ */
+static bool lower_attrs_remote(const struct inode *lower)
+{
+	return !(lower->i_sb->s_type->fs_flags & FS_REQUIRES_DEV);
+}
+
+/*
  * Whether a stat may be answered from the attribute cache: fresh, and no
  * data of the file's changing where the cached size and times cannot follow
  * it.  Not after a write through the mount until the lower's getattr has
- * reported (AHEADFS_I_WRITTEN), nor while the lower's pages are dirty or
- * under write-back (a getattr of an NFS lower flushes them first, and its
- * mtime is the server's), nor while the file is mapped shared and writable
- * (stores through the mapping dirty the lower's pages without a call of
- * ours).
+ * reported (AHEADFS_I_WRITTEN), nor while the file is mapped shared and
+ * writable (stores through the mapping update the lower's mtime without a
+ * call of ours), nor, on a network lower, while the lower has dirty pages
+ * of it or pages under write-back (its getattr would flush them first, and
+ * report the server's mtime).
  */
 static bool attr_stat_cached(struct inode *inode)
 {
 	struct address_space *mapping;
+	struct inode *lower;
 
 	if (!attr_fresh(inode))
 		return false;
@@ -658,10 +672,13 @@ static bool attr_stat_cached(struct inode *inode)
 		return true;
 	if (test_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags))
 		return false;
-	mapping = aheadfs_lower_inode(inode)->i_mapping;
-	return !mapping_writably_mapped(mapping) &&
-	       !mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) &&
-	       !mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK);
+	lower = aheadfs_lower_inode(inode);
+	mapping = lower->i_mapping;
+	if (mapping_writably_mapped(mapping))
+		return false;
+	return !lower_attrs_remote(lower) ||
+	       (!mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) &&
+		!mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK));
 }
 
 static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,

@@ -6,6 +6,7 @@
  */
 #include "aheadfs_test.h"
 
+#include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/time.h>
 #include <sys/xattr.h>
@@ -214,6 +215,57 @@ TEST_F(attr, attr_cache_opt_in)
 	ASSERT_EQ(0, chmod(self->l, 0604));
 	ASSERT_EQ(0, stat(self->m, &st));
 	EXPECT_EQ(0604, st.st_mode & 07777);
+}
+
+/*
+ * A stat from the attribute cache never reports older data than a fresh
+ * one: after a write through the mount the lower answers the next stat;
+ * while a shared writable mapping exists every stat asks the lower; with
+ * the file's pages clean and no such mapping, the cache answers again.
+ */
+TEST_F(attr, attr_cache_follows_data)
+{
+	long long hits;
+	struct stat st, lst;
+	char *p;
+	int fd;
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "600000"));
+	fd = open(self->m, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, stat(self->m, &st));
+	hits = ahfs_stat(&self->fs, "attr_cache_hits");
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
+
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 1000));
+	hits = ahfs_stat(&self->fs, "attr_cache_hits");
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(hits, ahfs_stat(&self->fs, "attr_cache_hits"));
+	EXPECT_EQ(1003, st.st_size);
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, stat(self->m, &st));
+	ASSERT_EQ(0, stat(self->l, &lst));
+	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
+	EXPECT_EQ(lst.st_mtim.tv_sec, st.st_mtim.tv_sec);
+	EXPECT_EQ(lst.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+
+	/* Mapped shared and writable: every stat asks the lower. */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	hits = ahfs_stat(&self->fs, "attr_cache_hits");
+	ASSERT_EQ(0, stat(self->m, &st));
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(hits, ahfs_stat(&self->fs, "attr_cache_hits"));
+	ASSERT_EQ(0, munmap(p, 4096));
+	/* Read-only or private mappings change nothing the cache holds. */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 'x';
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
+	ASSERT_EQ(0, munmap(p, 4096));
+	close(fd);
 }
 
 #define NOBODY	65534
