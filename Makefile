@@ -130,6 +130,13 @@ guest-tests:
 	done
 	@scripts/ktap-summary $(BUILD)/results/*.tap
 
+# Fresh random fsx seeds, FSX_SOAK (default 40) per lower, in a guest per
+# kernel of KERNELS; not part of check, whose seeds are fixed.  A failing
+# seed's replay line is in build/results/soak-*.log; see scripts/soak.
+.PHONY: soak
+soak: modules selftests
+	@scripts/soak --kernels "$(KERNELS)" --seeds $(or $(FSX_SOAK),40)
+
 # Everything, each step recorded as KTAP; see scripts/check.
 check:
 	@KERNELS="$(KERNELS)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check

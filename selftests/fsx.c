@@ -21,11 +21,19 @@
  * O_DIRECT) by every operation but the O_DIRECT reads and writes, which
  * have an fd of their own.
  *
+ * Every test is deterministic: the seed_N tests and, with no variable below
+ * set, "replay_or_soak" run fixed seeds (the scripts' ops are fixed too).
+ * Fresh seeds are for soaks: with AHEADFS_FSX_SOAK=N, "replay_or_soak" runs
+ * N new time seeds, logging each before it runs, up to the first that fails,
+ * and the seed_N tests skip; scripts/soak (make soak) boots a guest per
+ * kernel for that, and a seed it finds failing becomes a seed_N test.
  * Replay one seed up to the failing op (both from the failure message): with
- * AHEADFS_FSX_SEED set, the "new_or_replayed_seed" test runs that seed and
- * the fixed-seed ones skip; in a guest:
+ * AHEADFS_FSX_SEED set, "replay_or_soak" runs that seed and the seed_N
+ * tests skip; in a guest:
  *	scripts/vm-run --kernel 6.12 -- env AHEADFS_FSX_SEED=0x... \
  *		AHEADFS_FSX_OPS=N scripts/guest-run --only fsx --no-stress --fstypes ext4
+ * (guest-run allows a test program 600 s: soak there with a few dozen seeds,
+ * more with scripts/soak.)
  * AHEADFS_FSX_VERBOSE=1 logs every op; AHEADFS_FSX_FULL=1 compares every
  * byte after every op; AHEADFS_FSX_NO=setfl,clone,... leaves operations out
  * (by the keys of op_info[]; the sequence then differs).
@@ -998,32 +1006,54 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Extents in [off, off + len) of @fd after a sync: 0 if all hole, -1 on error. */
+/*
+ * Written extents in [off, off + len) of @fd after a sync: 0 if all hole
+ * (or unwritten), -1 on error.  An O_DIRECT read takes an unwritten extent
+ * for a hole: iomap_dio_iter() reads it with iomap_dio_hole_iter(), which
+ * zeroes the buffer without the alignment checks of iomap_dio_bio_iter().
+ */
 static int extents(int fd, long long off, long long len)
 {
 	struct {
 		struct fiemap fm;
-		struct fiemap_extent ext[1];
+		struct fiemap_extent ext[32];
 	} f;
+	const struct fiemap_extent *e;
+	long long end = off + len;
+	unsigned int i;
+	int n = 0;
 
-	memset(&f, 0, sizeof(f));
-	f.fm.fm_start = off;
-	f.fm.fm_length = len;
-	f.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	f.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &f.fm))
-		return -1;
-	return f.fm.fm_mapped_extents;
+	while (off < end) {
+		memset(&f, 0, sizeof(f));
+		f.fm.fm_start = off;
+		f.fm.fm_length = end - off;
+		f.fm.fm_flags = FIEMAP_FLAG_SYNC;
+		f.fm.fm_extent_count = ARRAY_LEN(f.ext);
+		if (ioctl(fd, FS_IOC_FIEMAP, &f.fm))
+			return -1;
+		if (!f.fm.fm_mapped_extents)
+			break;
+		for (i = 0; i < f.fm.fm_mapped_extents; i++) {
+			e = &f.ext[i];
+			if (!(e->fe_flags & FIEMAP_EXTENT_UNWRITTEN))
+				n++;
+			off = e->fe_flags & FIEMAP_EXTENT_LAST ? end :
+			      (long long)(e->fe_logical + e->fe_length);
+		}
+	}
+	return n;
 }
 
 /*
  * An unaligned O_DIRECT read (a pread, or the source of a copy) is refused
- * with EINVAL by iomap only where the range is mapped: over a hole it reads
- * zeroes and succeeds.  The two sides' files hold the same bytes but not
- * always the same blocks (aheadfs's copy keeps holes that the lower's
- * splice copy fills with zeroes), so there their answers may differ.
- * Returns the side that succeeded when that explains a difference (its
- * range all hole, the other side's not), else -1.
+ * with EINVAL by iomap only where the range is written: over a hole or an
+ * unwritten extent it reads zeroes and succeeds.  The two sides' files hold
+ * the same bytes but not always the same blocks (aheadfs's copy keeps holes
+ * that the lower's splice copy fills with zeroes; a later fallocate or
+ * ZERO_RANGE makes unwritten extents of the one and leaves the other
+ * written), so there their answers may differ.  Returns the side that
+ * succeeded when that explains a difference (its range all hole or
+ * unwritten, the other side's not), else -1.
  */
 static int layout_split(struct fsx *x, const struct fsx_op *op,
 			const struct fsx_res res[FSX_SIDES])
@@ -1681,11 +1711,21 @@ static const char *replay_seed(void)
 	return s && *s ? s : NULL;
 }
 
+/* AHEADFS_FSX_SOAK=N: N fresh time seeds, or 0. */
+static long soak_seeds(void)
+{
+	long n = env_long("AHEADFS_FSX_SOAK", 0);
+
+	return n > 0 ? n : 0;
+}
+
 #define FSX_SEED_TEST(name, seed)						\
 TEST_F_TIMEOUT(fsx, name, 300)							\
 {										\
 	if (replay_seed())							\
-		SKIP(return, "AHEADFS_FSX_SEED is set: new_or_replayed_seed runs it"); \
+		SKIP(return, "AHEADFS_FSX_SEED is set: replay_or_soak runs it"); \
+	if (soak_seeds())							\
+		SKIP(return, "AHEADFS_FSX_SOAK is set: replay_or_soak runs fresh seeds"); \
 	ASSERT_EQ(0, fsx_run(&self->fs, seed));				\
 }
 
@@ -1695,28 +1735,64 @@ FSX_SEED_TEST(seed_3, 0x62e00ULL)
 FSX_SEED_TEST(seed_4, 0x5eed0000c0ffeeULL)
 /* xfs on 6.1, op 418: a copy to an O_DIRECT file, short on one side only. */
 FSX_SEED_TEST(seed_5, 0x66b1f0ea5974aULL)
+/*
+ * Soaks of Nov 2026, each an unaligned O_DIRECT read that the lower refused
+ * (EINVAL: a written block there) and aheadfs did not (unwritten extents
+ * or holes there, its copy having kept a hole): see extents().
+ */
+/* ext4 on 6.12, op 863: misaligned buffer; aheadfs's hole from the copy at op 810. */
+FSX_SEED_TEST(seed_6, 0x6606036df0a58ULL)
+/* ext4 on 6.1, op 915: pread of an O_DIRECT fd at an unaligned offset. */
+FSX_SEED_TEST(seed_7, 0x6605547dc581aULL)
+/* xfs on 6.1, op 80: unaligned offset and length; all unwritten on aheadfs's side. */
+FSX_SEED_TEST(seed_8, 0x660a546ce5a67ULL)
+
+/* What replay_or_soak runs with neither AHEADFS_FSX_SEED nor _SOAK set. */
+#define FSX_CI_SEED	0xc1c1c1ULL
 
 /*
- * A new seed each run, printed so that a failure can be replayed; or the
- * seed being replayed, AHEADFS_FSX_SEED (and AHEADFS_FSX_OPS).
+ * The seed being replayed, AHEADFS_FSX_SEED (and AHEADFS_FSX_OPS); or
+ * with AHEADFS_FSX_SOAK=N, N fresh time seeds, each logged before it runs,
+ * up to the first that fails; or else (make check) the fixed FSX_CI_SEED:
+ * CI runs the same operations every time; fresh seeds are for soaks
+ * (scripts/soak, make soak), whose failures become fixed seed_N tests.
+ * The harness's bound is a soak's (about 10 s a seed under TCG, Nov 2026:
+ * 4 hours hold a thousand); one seed in make check is bounded by
+ * guest-run's 600 s per program.
  */
-TEST_F_TIMEOUT(fsx, new_or_replayed_seed, 600)
+TEST_F_TIMEOUT(fsx, replay_or_soak, 14400)
 {
 	const char *s = replay_seed();
 	unsigned long long seed;
 	struct timespec ts;
+	long i, n = soak_seeds();
+	double t0 = now(), t;
 
 	if (s) {
 		seed = strtoull(s, NULL, 0);
 		TH_LOG("replaying seed %#llx", seed);
-	} else {
+		ASSERT_EQ(0, fsx_run(&self->fs, seed));
+		return;
+	}
+	if (!n) {
+		TH_LOG("fixed seed %#llx (AHEADFS_FSX_SOAK=N: N fresh seeds)",
+		       FSX_CI_SEED);
+		ASSERT_EQ(0, fsx_run(&self->fs, FSX_CI_SEED));
+		return;
+	}
+	for (i = 0; i < n; i++) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		seed = (unsigned long long)ts.tv_sec * 1000003ULL ^ ts.tv_nsec ^
 		       (unsigned long long)getpid() << 32;
-		TH_LOG("time seed %#llx: replay with AHEADFS_FSX_SEED=%#llx",
-		       seed, seed);
+		TH_LOG("soak %ld of %ld on %s: time seed %#llx: replay with AHEADFS_FSX_SEED=%#llx",
+		       i + 1, n, ahfs_fstype(), seed, seed);
+		ASSERT_EQ(0, fsx_run(&self->fs, seed))
+			TH_LOG("soak: seed %#llx FAILED on %s %s after %ld passed: replay with AHEADFS_FSX_SEED=%#llx (and the replay line above)",
+			       seed, kernel_release(), ahfs_fstype(), i, seed);
 	}
-	ASSERT_EQ(0, fsx_run(&self->fs, seed));
+	t = now() - t0;
+	TH_LOG("soak: %ld fresh seeds passed on %s %s in %.0f s, %.1f s each",
+	       n, kernel_release(), ahfs_fstype(), t, t / n);
 }
 
 TEST_HARNESS_MAIN
