@@ -9,6 +9,9 @@
 # KTAP on stdout.
 #
 #   AHEADFS_SCRATCH=<empty dir on ext4 or xfs> selftests/tracing.sh
+#
+# guest-run: fstypes=ext4 (its subject is the tracer, not the lower: the
+# programs hook aheadfs and the VFS, the same over any lower; 3 min a kernel)
 set -u
 # Installed for run_kselftest.sh and run with no lower: aheadfs_env.sh makes one.
 [ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
