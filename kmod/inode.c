@@ -691,6 +691,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	struct path lower_path;
 	u64 t0 = aheadfs_op_begin();
+	bool written;
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
@@ -703,8 +704,12 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 
-	/* Before the lower reports: a write after this sets it again. */
-	clear_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
+	/*
+	 * Before the lower reports: a write after this sets it again.  Tested
+	 * first: a stat must not dirty the inode's cacheline when no write did.
+	 */
+	written = test_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags) &&
+		  test_and_clear_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 	lower_path.mnt = sbi->lower.mnt;
 	lower_path.dentry = aheadfs_get_lower(dentry);
 	if (!lower_path.dentry) {
@@ -721,7 +726,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 				  query_flags);
 	dput(lower_path.dentry);
 	if (err) {
-		set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
+		if (written)
+			set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 		goto out;
 	}
 	aheadfs_copy_attr(inode);
