@@ -131,6 +131,24 @@ event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
 	return e;
 }
 
+/*
+ * Hand a record to the reader without waking it: a wakeup (an irq_work,
+ * then the reader's own wakeup, per record) costs more than the record,
+ * and the loader polls with a timeout, so records still appear within it.
+ * Past a quarter of the ring the reader is woken, so that a burst is
+ * drained before the ring fills.
+ */
+static __always_inline void event_submit(const struct at_config *c,
+					 struct at_event *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&ahead_events, BPF_RB_AVAIL_DATA) >=
+	    bpf_ringbuf_query(&ahead_events, BPF_RB_RING_SIZE) / 4)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
 /* ---- names ---- */
 
 static __always_inline bool names_wanted(const struct at_config *c)
@@ -143,7 +161,7 @@ static __always_inline void remember(struct dentry *d)
 	struct at_config *c = at_cfg();
 	struct at_file_key key = {};
 	struct inode *inode;
-	__u64 v = (__u64)(unsigned long)d;
+	__u64 v = (__u64)(unsigned long)d, *old;
 
 	if (!d || !names_wanted(c))
 		return;
@@ -153,6 +171,10 @@ static __always_inline void remember(struct dentry *d)
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(inode, i_ino);
 	if (c->dev && c->dev != key.dev)
+		return;
+	/* Every read of a file passes here: update only what changed. */
+	old = bpf_map_lookup_elem(&ahead_dentry, &key);
+	if (old && *old == v)
 		return;
 	bpf_map_update_elem(&ahead_dentry, &key, &v, BPF_ANY);
 }
@@ -186,12 +208,16 @@ int BPF_KPROBE(at_file_remap, struct file *in)
 SEC("kprobe/aheadfs_op_end")
 int BPF_KPROBE(at_file_op, struct super_block *sb, int op, struct inode *inode)
 {
-	struct at_config *c = at_cfg();
 	struct at_file_key key = {};
 	struct hlist_node *first;
+	struct at_config *c;
 	__u64 *old;
 
-	if (!inode || !names_wanted(c))
+	/* A read's file was named by at_file_read just before. */
+	if (!inode || op == AT_OP_read)
+		return 0;
+	c = at_cfg();
+	if (!names_wanted(c))
 		return 0;
 	key.dev = BPF_CORE_READ(sb, s_dev);
 	key.ino = BPF_CORE_READ(inode, i_ino);
@@ -344,7 +370,7 @@ int at_read(struct bpf_raw_tracepoint_args *ctx)
 	e->absent = a->absent;
 	e->ret = a->ret;
 	put_name(c, e, dev, a->ino);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(c, e);
 	return 0;
 }
 
@@ -402,7 +428,7 @@ int at_prefetch(struct bpf_raw_tracepoint_args *ctx)
 	e->len = a->len;
 	e->window = a->window;
 	put_name(c, e, dev, a->ino);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(c, e);
 	return 0;
 }
 
@@ -429,7 +455,7 @@ int at_copy(struct bpf_raw_tracepoint_args *ctx)
 	e->len = a->len;
 	e->ret = a->ret;
 	put_name(c, e, dev, a->ino_in);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(c, e);
 	return 0;
 }
 
@@ -466,6 +492,6 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 	e->ino = a->ino;
 	e->ret = a->ret;
 	put_name(c, e, dev, a->ino);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(c, e);
 	return 0;
 }

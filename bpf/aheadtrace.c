@@ -189,7 +189,21 @@ static __u32 kdev(dev_t d)
 
 static void fmt_dev(__u32 d, char *buf, size_t sz)
 {
-	snprintf(buf, sz, "%u:%u", d >> 20, d & ((1U << 20) - 1));
+	static __u32 last = ~0U;
+	static char text[32];
+	size_t n;
+
+	/* Once per device, not once per record. */
+	if (d != last) {
+		snprintf(text, sizeof(text), "%u:%u", d >> 20,
+			 d & ((1U << 20) - 1));
+		last = d;
+	}
+	n = strlen(text);
+	if (n >= sz)
+		n = sz - 1;
+	memcpy(buf, text, n);
+	buf[n] = '\0';
 }
 
 /* MAJOR:MINOR, or any path on the filesystem. */
@@ -1105,6 +1119,7 @@ static void prom_write(void)
 /* ---- the operation log ---- */
 
 static __u64 events;
+#define AT_POLL_MS	100	/* oplog: records appear within this */
 
 /*
  * The event's file as text: the name, or with -P the path from the mount's
@@ -1131,22 +1146,196 @@ static void event_name(const struct at_event *e, char *buf, size_t sz)
 		return;
 	if (e->name_flags & AT_NAME_TRUNC)
 		len = snprintf(buf, sz, ".../");
-	for (i = n - 1; i >= 0 && len < sz; i--)
-		len += snprintf(buf + len, sz - len, "%s%s", comp[i],
-				i ? "/" : "");
+	for (i = n - 1; i >= 0 && len < sz; i--) {
+		size_t l = strlen(comp[i]);
+
+		if (len + l + 2 > sz)	/* as snprintf: cut at the end */
+			l = sz - len - 1;
+		memcpy(buf + len, comp[i], l);
+		len += l;
+		if (i && len + 1 < sz)
+			buf[len++] = '/';
+		buf[len] = '\0';
+		if (len + 1 >= sz)
+			break;
+	}
 }
 
-/* Text columns hold no spaces or control characters: they would shift. */
-static void print_field(const char *s)
+/*
+ * The text line, built by hand into one buffer and written with one
+ * fwrite: a printf per field costs the reader more than the record (the
+ * consumer often shares its CPU), and the output is the same as
+ * printf's "%-7d %-7u %-16s %-10s %-8s %-10llu %14lld %12llu ...".
+ */
+struct line {
+	char *p;
+	char buf[AT_PATH_LEN * 2 + 512];
+};
+
+static void put_pad(struct line *l, int n)
 {
-	for (; *s; s++)
-		putchar((unsigned char)*s <= 0x20 || *s == 0x7f ? '?' : *s);
+	while (n-- > 0)
+		*l->p++ = ' ';
+}
+
+/* A string, left-justified in at least WIDTH columns. */
+static void put_str(struct line *l, const char *s, int width)
+{
+	size_t n = strlen(s);
+
+	memcpy(l->p, s, n);
+	l->p += n;
+	put_pad(l, width - (int)n);
+}
+
+/* A string, right-justified in at least WIDTH columns. */
+static void put_rstr(struct line *l, const char *s, int width)
+{
+	size_t n = strlen(s);
+
+	put_pad(l, width - (int)n);
+	memcpy(l->p, s, n);
+	l->p += n;
+}
+
+/* Decimal digits of V into the end of TMP[24]; returns the first. */
+static char *u64_digits(__u64 v, char *tmp)
+{
+	char *q = tmp + 23;
+
+	*q = '\0';
+	do {
+		*--q = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	return q;
+}
+
+static char *s64_digits(__s64 v, char *tmp)
+{
+	char *q;
+
+	if (v >= 0)
+		return u64_digits(v, tmp);
+	q = u64_digits(-(__u64)v, tmp);
+	*--q = '-';
+	return q;
+}
+
+/*
+ * The latency in ms with three decimals, as printf's "%.3f" of ns / 1e6
+ * gives it: in integers, but for a tie (exactly 500 ns over a microsecond)
+ * or a value a double cannot hold to the nanosecond.
+ */
+static void fmt_ms(__u64 ns, char *buf, size_t sz)
+{
+	__u64 us = ns / 1000, rem = ns % 1000;
+	char tmp[24], *q;
+	size_t len;
+
+	if (rem == 500 || ns >= 1000000000000000ULL) {
+		snprintf(buf, sz, "%.3f", ns / 1e6);
+		return;
+	}
+	if (rem > 500)
+		us++;
+	/* "%llu.%03u", without printf's cost per record. */
+	q = u64_digits(us / 1000, tmp);
+	len = tmp + 23 - q;
+	if (len + 5 > sz)
+		len = 0;
+	memcpy(buf, q, len);
+	buf[len++] = '.';
+	buf[len++] = '0' + us % 1000 / 100;
+	buf[len++] = '0' + us % 100 / 10;
+	buf[len++] = '0' + us % 10;
+	buf[len] = '\0';
+}
+
+static void text_line(const struct at_event *e, const char *op,
+		      const char *dev, const char *name)
+{
+	static struct line l;
+	static time_t ts_sec = -1;
+	static char ts[16];
+	char tmp[24], lat[32], comm[AT_COMM_LEN];
+	const char *s;
+
+	l.p = l.buf;
+	if (env.timestamp) {
+		__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
+		time_t t = ns / 1000000000;
+
+		/* localtime_r once a second, not once a record. */
+		if (t != ts_sec) {
+			struct tm tm;
+
+			localtime_r(&t, &tm);
+			strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+			ts_sec = t;
+		}
+		put_str(&l, ts, 8);
+		*l.p++ = ' ';
+	}
+	/* libbpf-tools print latencies in milliseconds (fsslower's LAT(ms)). */
+	if (e->kind == AT_KIND_PREFETCH)
+		strcpy(lat, "-");
+	else
+		fmt_ms(e->latency_ns, lat, sizeof(lat));
+	put_str(&l, s64_digits((__s32)e->pid, tmp), 7);
+	*l.p++ = ' ';
+	put_str(&l, u64_digits(e->tid, tmp), 7);
+	*l.p++ = ' ';
+	put_str(&l, comm_str(e->comm, comm), 16);
+	*l.p++ = ' ';
+	put_str(&l, op, 10);
+	*l.p++ = ' ';
+	put_str(&l, dev, 8);
+	*l.p++ = ' ';
+	put_str(&l, u64_digits(e->ino, tmp), 10);
+	*l.p++ = ' ';
+	put_rstr(&l, s64_digits(e->pos, tmp), 14);
+	*l.p++ = ' ';
+	put_rstr(&l, u64_digits(e->len, tmp), 12);
+	*l.p++ = ' ';
+	if (e->kind == AT_KIND_READ) {
+		put_rstr(&l, u64_digits(e->present, tmp), 12);
+		*l.p++ = ' ';
+		put_rstr(&l, u64_digits(e->absent, tmp), 12);
+	} else {
+		put_rstr(&l, "-", 12);
+		*l.p++ = ' ';
+		put_rstr(&l, "-", 12);
+	}
+	*l.p++ = ' ';
+	put_rstr(&l, lat, 10);
+	*l.p++ = ' ';
+	put_rstr(&l, e->kind == AT_KIND_PREFETCH ? "-" : s64_digits(e->ret, tmp), 6);
+	*l.p++ = ' ';
+	/* Text columns hold no spaces or control characters: they would shift. */
+	if (name[0]) {
+		for (s = name; *s; s++)
+			*l.p++ = (unsigned char)*s <= 0x20 || *s == 0x7f ? '?' : *s;
+	} else {
+		*l.p++ = '-';
+	}
+	if (e->kind == AT_KIND_PREFETCH) {
+		put_str(&l, " window=", 0);
+		put_str(&l, u64_digits(e->window, tmp), 0);
+	} else if (e->kind == AT_KIND_COPY) {
+		put_str(&l, " out=", 0);
+		put_str(&l, u64_digits(e->ino_out, tmp), 0);
+		*l.p++ = '@';
+		put_str(&l, s64_digits(e->pos_out, tmp), 0);
+	}
+	*l.p++ = '\n';
+	fwrite_unlocked(l.buf, 1, l.p - l.buf, stdout);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct at_event *e = data;
-	char dev[32], lat[32], name[AT_PATH_LEN + 8], comm[AT_COMM_LEN];
+	char dev[32], name[AT_PATH_LEN + 8];
 	const char *op;
 
 	if (size < sizeof(*e))
@@ -1212,45 +1401,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		printf("}\n");
 		return 0;
 	}
-	if (env.timestamp) {
-		__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
-		time_t t = ns / 1000000000;
-		struct tm tm;
-		char ts[16];
-
-		localtime_r(&t, &tm);
-		strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-		printf("%-8s ", ts);
-	}
-	/* libbpf-tools print latencies in milliseconds (fsslower's LAT(ms)). */
-	if (e->kind == AT_KIND_PREFETCH)
-		snprintf(lat, sizeof(lat), "-");
-	else
-		snprintf(lat, sizeof(lat), "%.3f", e->latency_ns / 1e6);
-	printf("%-7d %-7u %-16s %-10s %-8s %-10llu %14lld %12llu ",
-	       e->pid, e->tid, comm_str(e->comm, comm), op, dev,
-	       (unsigned long long)e->ino, (long long)e->pos,
-	       (unsigned long long)e->len);
-	if (e->kind == AT_KIND_READ)
-		printf("%12llu %12llu",
-		       (unsigned long long)e->present,
-		       (unsigned long long)e->absent);
-	else
-		printf("%12s %12s", "-", "-");
-	if (e->kind == AT_KIND_PREFETCH)
-		printf(" %10s %6s ", lat, "-");
-	else
-		printf(" %10s %6lld ", lat, (long long)e->ret);
-	if (name[0])
-		print_field(name);
-	else
-		putchar('-');
-	if (e->kind == AT_KIND_PREFETCH)
-		printf(" window=%llu", (unsigned long long)e->window);
-	else if (e->kind == AT_KIND_COPY)
-		printf(" out=%llu@%lld", (unsigned long long)e->ino_out,
-		       (long long)e->pos_out);
-	putchar('\n');
+	text_line(e, op, dev, name);
 	return 0;
 }
 
@@ -1745,8 +1896,16 @@ static int run_aheadfs(void)
 		}
 		announce("aheadfs operations");
 		while (!exiting) {
-			err = ring_buffer__poll(rb, 200);
+			err = ring_buffer__poll(rb, AT_POLL_MS);
 			if (err < 0 && err != -EINTR)
+				die("ring buffer: %s", strerror(-err));
+			/*
+			 * Records are submitted without a wakeup until a
+			 * quarter of the ring is used: whatever a timeout
+			 * left is read here.
+			 */
+			err = ring_buffer__consume(rb);
+			if (err < 0)
 				die("ring buffer: %s", strerror(-err));
 			fflush(stdout);
 		}
