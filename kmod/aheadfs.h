@@ -72,6 +72,10 @@ enum aheadfs_stat {
 	AHEADFS_STAT_attr_cache_hits,
 	AHEADFS_STAT_entry_cache_hits,
 	AHEADFS_STAT_perm_cache_hits,
+	AHEADFS_STAT_negative_cache_hits,
+	AHEADFS_STAT_entries_primed,
+	AHEADFS_STAT_attr_cache_misses,
+	AHEADFS_STAT_entry_cache_misses,
 	AHEADFS_NR_STATS
 };
 
@@ -135,6 +139,7 @@ struct aheadfs_sb_info {
 	unsigned int prefetch_mode;
 	unsigned int attr_timeout_ms;
 	unsigned int entry_timeout_ms;
+	unsigned int negative_timeout_ms;
 
 	/* Gauges, updated by prefetch.c. */
 	atomic64_t window_cur;
@@ -238,6 +243,11 @@ static inline struct dentry *aheadfs_get_lower(const struct dentry *dentry)
 	return lower;
 }
 
+static inline aheadfs_idmap_t *aheadfs_sb_idmap(struct super_block *sb)
+{
+	return aheadfs_mnt_idmap(AHEADFS_SB(sb)->lower.mnt);
+}
+
 static inline aheadfs_idmap_t *aheadfs_lower_idmap(const struct dentry *dentry)
 {
 	return aheadfs_mnt_idmap(AHEADFS_D(dentry)->lower.mnt);
@@ -295,7 +305,38 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower);
 int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
 		      struct path *lower_path);
 void aheadfs_copy_attr(struct inode *inode);
+void aheadfs_copy_attr_at(struct inode *inode, unsigned long when);
 void aheadfs_copy_attr_written(struct inode *inode);
+
+/* namei.c */
+bool aheadfs_lower_weird(struct dentry *lower);
+struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
+			      unsigned int flags);
+int aheadfs_create(aheadfs_idmap_t *idmap, struct inode *dir,
+		   struct dentry *dentry, umode_t mode, bool excl);
+int aheadfs_mkdir(aheadfs_idmap_t *idmap, struct inode *dir,
+		  struct dentry *dentry, umode_t mode);
+int aheadfs_mknod(aheadfs_idmap_t *idmap, struct inode *dir,
+		  struct dentry *dentry, umode_t mode, dev_t rdev);
+int aheadfs_symlink(aheadfs_idmap_t *idmap, struct inode *dir,
+		    struct dentry *dentry, const char *target);
+int aheadfs_link(struct dentry *old_dentry, struct inode *dir,
+		 struct dentry *new_dentry);
+int aheadfs_unlink(struct inode *dir, struct dentry *dentry);
+int aheadfs_rmdir(struct inode *dir, struct dentry *dentry);
+int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
+		   struct dentry *old_dentry, struct inode *new_dir,
+		   struct dentry *new_dentry, unsigned int flags);
+int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
+		    struct file *file, umode_t mode);
+
+/* cache.c */
+bool aheadfs_attr_fresh(struct inode *inode);
+bool aheadfs_attr_stat_cached(struct inode *inode);
+bool aheadfs_entry_fresh(struct dentry *dentry);
+void aheadfs_entry_stamp(struct dentry *dentry, unsigned long when);
+int aheadfs_iterate_lower(struct file *file, struct file *lower,
+			  struct dir_context *ctx);
 
 /* dentry.c */
 extern const struct dentry_operations aheadfs_dops;

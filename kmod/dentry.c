@@ -3,7 +3,8 @@
  * aheadfs dentry_operations: each dentry pins the lower dentry it stands for,
  * and is revalidated against it on every walk, since other processes may
  * change the lower directory behind the mount's back.  Entry caching for slow
- * lowers (entry_timeout_ms) only skips the lower's own, costly revalidation.
+ * lowers (entry_timeout_ms, cache.c) only skips the lower's own, costly
+ * revalidation.
  */
 #include <linux/slab.h>
 #include <linux/namei.h>
@@ -102,7 +103,6 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	struct super_block *sb = dentry->d_sb;
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	bool rcu = flags & LOOKUP_RCU;
-	unsigned int timeout;
 	struct dentry *lower;
 	struct inode *inode;
 	u64 t0 = 0;
@@ -123,16 +123,11 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (ret <= 0)
 		goto out;
 
-	if (lower->d_flags & DCACHE_OP_REVALIDATE) {
-		timeout = READ_ONCE(sbi->entry_timeout_ms);
-		if (timeout && time_before(jiffies, READ_ONCE(dentry->d_time) +
-					   msecs_to_jiffies(timeout))) {
-			aheadfs_stat_inc(sbi, AHEADFS_STAT_entry_cache_hits);
-		} else {
-			ret = lower->d_op->d_revalidate(lower, flags);
-			if (ret > 0)
-				WRITE_ONCE(dentry->d_time, jiffies);
-		}
+	if ((lower->d_flags & DCACHE_OP_REVALIDATE) &&
+	    !aheadfs_entry_fresh(dentry)) {
+		ret = lower->d_op->d_revalidate(lower, flags);
+		if (ret > 0)
+			aheadfs_entry_stamp(dentry, jiffies);
 	}
 
 	inode = rcu ? d_inode_rcu(dentry) : d_inode(dentry);

@@ -310,9 +310,7 @@ static int aheadfs_iterate_shared(struct file *file, struct dir_context *ctx)
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	/* Entries, d_ino and offsets are the lower's, passed straight up. */
-	lower->f_pos = ctx->pos;
-	err = iterate_dir(lower, ctx);
+	err = aheadfs_iterate_lower(file, lower, ctx);
 	file->f_pos = lower->f_pos;
 	aheadfs_copy_attr(inode);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_readdir, inode, t0, err);

@@ -60,6 +60,7 @@ enum {
 	Opt_window_kb,
 	Opt_attr_timeout_ms,
 	Opt_entry_timeout_ms,
+	Opt_negative_timeout_ms,
 };
 
 static const struct constant_table prefetch_modes[] = {
@@ -76,6 +77,7 @@ static const struct fs_parameter_spec aheadfs_param_specs[] = {
 	fsparam_u32("window_kb", Opt_window_kb),
 	fsparam_u32("attr_timeout_ms", Opt_attr_timeout_ms),
 	fsparam_u32("entry_timeout_ms", Opt_entry_timeout_ms),
+	fsparam_u32("negative_timeout_ms", Opt_negative_timeout_ms),
 	{}
 };
 
@@ -85,6 +87,7 @@ struct aheadfs_fs_context {
 	unsigned int window_kb;
 	unsigned int attr_timeout_ms;
 	unsigned int entry_timeout_ms;
+	unsigned int negative_timeout_ms;
 	unsigned int set;		/* bitmask of Opt_* given */
 };
 
@@ -103,6 +106,7 @@ static const struct tunable_range tunable_ranges[] = {
 	{ "window_kb",		0,	AHEADFS_MAX_WINDOW_KB },
 	{ "attr_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
 	{ "entry_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
+	{ "negative_timeout_ms", 0,	AHEADFS_MAX_TIMEOUT_MS },
 };
 
 static const struct tunable_range *tunable_range(const char *name)
@@ -136,6 +140,7 @@ static unsigned int def_txn_kb = AHEADFS_DEF_TXN_KB;
 static unsigned int def_window_kb = AHEADFS_DEF_WINDOW_KB;
 static unsigned int def_attr_timeout_ms;
 static unsigned int def_entry_timeout_ms;
+static unsigned int def_negative_timeout_ms;
 
 /* The parameter's name as the mount option has it (no "aheadfs." prefix). */
 static const char *param_name(const struct kernel_param *kp)
@@ -221,6 +226,11 @@ module_param_cb(entry_timeout_ms, &tunable_param_ops, &def_entry_timeout_ms,
 __MODULE_PARM_TYPE(entry_timeout_ms, "uint");
 MODULE_PARM_DESC(entry_timeout_ms,
 		 "Entry cache lifetime of new mounts in ms, 0 to 3600000 (default 0: off)");
+module_param_cb(negative_timeout_ms, &tunable_param_ops,
+		&def_negative_timeout_ms, 0644);
+__MODULE_PARM_TYPE(negative_timeout_ms, "uint");
+MODULE_PARM_DESC(negative_timeout_ms,
+		 "Negative entry cache lifetime of new mounts in ms, 0 to 3600000 (default 0: off)");
 
 static int aheadfs_parse_param(struct fs_context *fc,
 			       struct fs_parameter *param)
@@ -257,6 +267,9 @@ static int aheadfs_parse_param(struct fs_context *fc,
 	case Opt_entry_timeout_ms:
 		ctx->entry_timeout_ms = result.uint_32;
 		break;
+	case Opt_negative_timeout_ms:
+		ctx->negative_timeout_ms = result.uint_32;
+		break;
 	}
 	ctx->set |= BIT(opt);
 	return 0;
@@ -275,6 +288,8 @@ static void apply_tunables(struct aheadfs_sb_info *sbi,
 		WRITE_ONCE(sbi->attr_timeout_ms, ctx->attr_timeout_ms);
 	if (ctx->set & BIT(Opt_entry_timeout_ms))
 		WRITE_ONCE(sbi->entry_timeout_ms, ctx->entry_timeout_ms);
+	if (ctx->set & BIT(Opt_negative_timeout_ms))
+		WRITE_ONCE(sbi->negative_timeout_ms, ctx->negative_timeout_ms);
 }
 
 static struct inode *aheadfs_alloc_inode(struct super_block *sb)
@@ -343,9 +358,10 @@ static int aheadfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",prefetch=%s,txn_kb=%u,window_kb=%u",
 		   aheadfs_prefetch_names[READ_ONCE(sbi->prefetch_mode)],
 		   READ_ONCE(sbi->txn_kb), READ_ONCE(sbi->window_kb));
-	seq_printf(m, ",attr_timeout_ms=%u,entry_timeout_ms=%u",
+	seq_printf(m, ",attr_timeout_ms=%u,entry_timeout_ms=%u,negative_timeout_ms=%u",
 		   READ_ONCE(sbi->attr_timeout_ms),
-		   READ_ONCE(sbi->entry_timeout_ms));
+		   READ_ONCE(sbi->entry_timeout_ms),
+		   READ_ONCE(sbi->negative_timeout_ms));
 	return 0;
 }
 
@@ -381,6 +397,7 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->window_kb = ctx->window_kb;
 	sbi->attr_timeout_ms = ctx->attr_timeout_ms;
 	sbi->entry_timeout_ms = ctx->entry_timeout_ms;
+	sbi->negative_timeout_ms = ctx->negative_timeout_ms;
 
 	sbi->stats = alloc_percpu(struct aheadfs_stats);
 	if (!sbi->stats)
@@ -488,6 +505,7 @@ static int aheadfs_init_fs_context(struct fs_context *fc)
 	ctx->window_kb = READ_ONCE(def_window_kb);
 	ctx->attr_timeout_ms = READ_ONCE(def_attr_timeout_ms);
 	ctx->entry_timeout_ms = READ_ONCE(def_entry_timeout_ms);
+	ctx->negative_timeout_ms = READ_ONCE(def_negative_timeout_ms);
 	fc->fs_private = ctx;
 	fc->ops = &aheadfs_context_ops;
 	return 0;

@@ -116,6 +116,10 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_attr_cache_hits] = "attr_cache_hits",
 	[AHEADFS_STAT_entry_cache_hits] = "entry_cache_hits",
 	[AHEADFS_STAT_perm_cache_hits] = "perm_cache_hits",
+	[AHEADFS_STAT_negative_cache_hits] = "negative_cache_hits",
+	[AHEADFS_STAT_entries_primed] = "entries_primed",
+	[AHEADFS_STAT_attr_cache_misses] = "attr_cache_misses",
+	[AHEADFS_STAT_entry_cache_misses] = "entry_cache_misses",
 };
 
 static const char *const op_names[AHEADFS_NR_META_OPS] = {
@@ -206,6 +210,7 @@ TUNABLE(txn_kb);
 TUNABLE(window_kb);
 TUNABLE(attr_timeout_ms);
 TUNABLE(entry_timeout_ms);
+TUNABLE(negative_timeout_ms);
 
 static struct aheadfs_attr attr_prefetch = {
 	.attr = { .name = "prefetch", .mode = 0644 },
@@ -229,6 +234,7 @@ static struct attribute *aheadfs_attrs[] = {
 	&attr_window_kb.attr,
 	&attr_attr_timeout_ms.attr,
 	&attr_entry_timeout_ms.attr,
+	&attr_negative_timeout_ms.attr,
 	&attr_stats.attr,
 	&attr_lower.attr,
 	NULL,

@@ -6,6 +6,7 @@
  */
 #include "aheadfs_test.h"
 
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/time.h>
@@ -184,6 +185,8 @@ TEST_F(attr, attr_cache_opt_in)
 	struct stat st;
 	long long hits;
 
+	/* Written back: a file with dirty pages is never stat'ed from cache. */
+	ASSERT_EQ(0, ahfs_run("sync '%s'", self->l));
 	/* Default: every stat sees the lower at once. */
 	ASSERT_EQ(0, stat(self->m, &st));
 	ASSERT_EQ(0, chmod(self->l, 0611));
@@ -219,9 +222,10 @@ TEST_F(attr, attr_cache_opt_in)
 
 /*
  * A stat from the attribute cache never reports older data than a fresh
- * one: after a write through the mount the lower answers the next stat;
- * while a shared writable mapping exists every stat asks the lower; with
- * the file's pages clean and no such mapping, the cache answers again.
+ * one: after a write through the mount the lower answers the next stat,
+ * and so it does while the lower has dirty pages of the file or while a
+ * shared writable mapping exists; with the file's pages clean and no such
+ * mapping, the cache answers again.
  */
 TEST_F(attr, attr_cache_follows_data)
 {
@@ -230,6 +234,8 @@ TEST_F(attr, attr_cache_follows_data)
 	char *p;
 	int fd;
 
+	/* The fixture's file, written back: its dirty pages keep the cache off. */
+	ASSERT_EQ(0, ahfs_run("sync '%s'", self->l));
 	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "600000"));
 	fd = open(self->m, O_RDWR);
 	ASSERT_LE(0, fd);
@@ -243,6 +249,9 @@ TEST_F(attr, attr_cache_follows_data)
 	ASSERT_EQ(0, stat(self->m, &st));
 	EXPECT_EQ(hits, ahfs_stat(&self->fs, "attr_cache_hits"));
 	EXPECT_EQ(1003, st.st_size);
+	/* Answered once, but the lower still has the write's dirty pages. */
+	ASSERT_EQ(0, stat(self->m, &st));
+	EXPECT_EQ(hits, ahfs_stat(&self->fs, "attr_cache_hits"));
 	ASSERT_EQ(0, fsync(fd));
 	ASSERT_EQ(0, stat(self->m, &st));
 	ASSERT_EQ(0, stat(self->l, &lst));
@@ -266,6 +275,67 @@ TEST_F(attr, attr_cache_follows_data)
 	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
 	ASSERT_EQ(0, munmap(p, 4096));
 	close(fd);
+}
+
+/* The entries of @path that readdir lists, "." and ".." aside. */
+static int count_entries(const char *path)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * Readdir priming (entry_timeout_ms on): a listing stamps every entry the
+ * lower holds in its dcache, from the lower's inode as it is then, which on
+ * a local lower is the truth.  So a change made on the lower behind the
+ * mount's back, not seen within the timeout before, is seen after the next
+ * listing, from the cache.  With the entry cache off nothing is primed.
+ */
+TEST_F(attr, readdir_primes_entries)
+{
+	char d[PATH_MAX], m[PATH_MAX], l[PATH_MAX], name[32];
+	long long primed, hits;
+	struct stat st;
+	int i;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, d, "pd"), 0755));
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "pd/f%d", i);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, m, name), 10));
+		ASSERT_EQ(0, stat(m, &st));
+		ASSERT_EQ(0, chmod(m, 0644));
+	}
+	ASSERT_EQ(0, ahfs_run("sync -f '%s'", d));
+	ahfs_m(&self->fs, m, "pd/f0");
+	ahfs_l(&self->fs, l, "pd/f0");
+	primed = ahfs_stat(&self->fs, "entries_primed");
+	ASSERT_EQ(8, count_entries(d));
+	EXPECT_EQ(primed, ahfs_stat(&self->fs, "entries_primed"));
+
+	ASSERT_EQ(0, ahfs_set(&self->fs, "attr_timeout_ms", "600000"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "600000"));
+	ASSERT_EQ(0, stat(m, &st));
+	ASSERT_EQ(0, chmod(l, 0611));
+	ASSERT_EQ(0, stat(m, &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+
+	ASSERT_EQ(8, count_entries(d));
+	EXPECT_EQ(primed + 8, ahfs_stat(&self->fs, "entries_primed"));
+	hits = ahfs_stat(&self->fs, "attr_cache_hits");
+	ASSERT_EQ(0, stat(m, &st));
+	EXPECT_EQ(0611, st.st_mode & 07777);
+	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
+	same_stat(_metadata, m, l);
 }
 
 #define NOBODY	65534

@@ -44,7 +44,10 @@ fsid=0
 pids= leases=
 cleanup() {
 	exec 4<&- 2>/dev/null
-	umount -f "$cli" 2>/dev/null
+	# aheadfs over the client first: a client mount under it cannot go,
+	# and a walk into it once nfsd has stopped would wait for ever.
+	[ -z "${upper:-}" ] || umount "$upper" 2>/dev/null || umount -l "$upper" 2>/dev/null
+	umount -f "$cli" 2>/dev/null || umount -l "$cli" 2>/dev/null
 	exportfs -u "127.0.0.1:$mnt" 2>/dev/null
 	[ -z "$pids" ] || rpc.nfsd 0 2>/dev/null
 	for p in $pids; do kill "$p"; done
@@ -267,6 +270,62 @@ m.close()
 ' "$upper/w" 2>&1)
 	check "a stat over NFS while a shared mapping is written is a fresh one" \
 		"$(stat -c "$fmt" "$cli/w")" "$a"
+	# Readdir priming: ls -l of 300 files the client has never looked up.
+	# With the entry cache off, each name costs the client LOOKUPs or GETATTRs
+	# (noac); with entry_timeout_ms on, the listing's READDIRPLUS brings
+	# every entry's attributes, aheadfs stamps them into its dentries and
+	# inodes as it passes the entries up, and the stats that follow ask
+	# nothing more.  Either way the listing is the client's own.
+	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls
+		local l0 g0 a0 r0 p0
+		l0=$(nfs_ops LOOKUP) g0=$(nfs_ops GETATTR) a0=$(nfs_ops ACCESS)
+		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed)
+		listing=$(ls -ln --full-time "$1") || listing="ls failed"
+		calls=$(($(nfs_ops LOOKUP) - l0 + $(nfs_ops GETATTR) - g0 + $(nfs_ops ACCESS) - a0))
+		primed=$(($(ustat entries_primed) - p0))
+		echo "# ls -l of ${1##*/}: $(($(nfs_ops READDIR) - r0)) READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
+	}
+	for d in many0 many1; do
+		mkdir "$lower/$d" && (cd "$lower/$d" && seq -f 'f%g' 300 | xargs touch)
+	done
+	echo 0 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	lsl "$upper/many0"
+	off=$calls offprimed=$primed
+	check "with the entry cache off, ls -l through aheadfs over NFS is the client's" \
+		"$(ls -ln --full-time "$cli/many0")" "$listing"
+	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	lsl "$upper/many1"
+	check "with readdir priming, ls -l through aheadfs over NFS is the client's" \
+		"$(ls -ln --full-time "$cli/many1")" "$listing"
+	if [ "$off" -ge 300 ] && [ "$offprimed" = 0 ] && [ "$primed" -ge 300 ] &&
+	   [ "$calls" -le 10 ]; then
+		ok "readdir priming: ls -l of 300 files over NFS costs the listing's calls, not one per file"
+	else
+		nok "readdir priming: ls -l of 300 files over NFS costs the listing's calls, not one per file" \
+			"entry cache off: $off calls, $offprimed primed; on: $calls calls, $primed primed (want 300 or more calls off, none primed; 300 or more primed and at most 10 calls on)"
+	fi
+	# Negative entries follow negative_timeout_ms, not entry_timeout_ms: off
+	# (the default), a name created on the server is seen at once even with
+	# the entry cache on; on, a name looked up and missing stays missing
+	# within it (counted), unless the mount itself creates it.
+	gone() { [ ! -e "$upper/$1" ] && echo missing || echo exists; }
+	a=$(gone neg0)
+	echo x >"$lower/neg0"
+	check "with negative_timeout_ms 0, a name created on the server is seen at once" \
+		"missing exists" "$a $(gone neg0)"
+	echo 60000 >"/sys/fs/aheadfs/$uid/negative_timeout_ms"
+	n0=$(ustat negative_cache_hits)
+	a=$(gone neg1)
+	echo x >"$lower/neg1"
+	a="$a $(gone neg1)"
+	check "with negative_timeout_ms on, a missing name stays missing within it (from the cache)" \
+		"missing missing 1" "$a $(($(ustat negative_cache_hits) > n0))"
+	a=$(gone neg2)
+	echo y >"$upper/neg2"
+	check "with negative_timeout_ms on, the mount's own create is seen at once" \
+		"missing exists y" "$a $(gone neg2) $(cat "$lower/neg2")"
+	echo 0 >"/sys/fs/aheadfs/$uid/negative_timeout_ms"
+	check "with negative_timeout_ms back at 0, the server's name is seen" exists "$(gone neg1)"
 	# Taken away on the server: seen once the attribute timeout ends.
 	chmod 0700 "$lower/p/q"
 	echo 0 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
