@@ -156,6 +156,13 @@ struct aheadfs_inode_info {
 	struct inode vfs_inode;
 	struct inode *lower;
 	unsigned long attr_time;	/* jiffies of the last attribute refresh */
+	/*
+	 * st_blocks as the lower's getattr last reported it, and when: not
+	 * every lower keeps i_blocks (xfs does not), so a cached stat reports
+	 * this, within the attribute timeout of @blocks_time only.
+	 */
+	u64 blocks;
+	unsigned long blocks_time;
 	unsigned long flags;		/* AHEADFS_I_* bits */
 	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
 };
@@ -166,6 +173,8 @@ struct aheadfs_inode_info {
  * is not served from the attribute cache.
  */
 #define AHEADFS_I_WRITTEN	0
+/* aheadfs_inode_info.blocks holds a value (cache.c). */
+#define AHEADFS_I_BLOCKS	1
 
 struct aheadfs_pf_state;
 
@@ -333,6 +342,7 @@ int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 /* cache.c */
 bool aheadfs_attr_fresh(struct inode *inode);
 bool aheadfs_attr_stat_cached(struct inode *inode);
+void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when);
 bool aheadfs_entry_fresh(struct dentry *dentry);
 void aheadfs_entry_stamp(struct dentry *dentry, unsigned long when);
 int aheadfs_iterate_lower(struct file *file, struct file *lower,

@@ -99,7 +99,13 @@ bool aheadfs_attr_stat_cached(struct inode *inode)
 {
 	struct address_space *mapping;
 
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+
 	if (!aheadfs_attr_fresh(inode))
+		return false;
+	if (!test_bit(AHEADFS_I_BLOCKS, &ai->flags) ||
+	    !within(READ_ONCE(ai->blocks_time),
+		    READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms)))
 		return false;
 	if (!S_ISREG(inode->i_mode))
 		return true;
@@ -109,6 +115,21 @@ bool aheadfs_attr_stat_cached(struct inode *inode)
 	return !mapping_writably_mapped(mapping) &&
 	       !mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) &&
 	       !mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
+/*
+ * The lower reported @blocks for @inode at @when (its getattr, or an NFS
+ * client's attributes, which keep i_blocks from the server's space_used).
+ * Only while the attribute cache is on: nothing else reads it.
+ */
+void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+
+	WRITE_ONCE(ai->blocks, blocks);
+	WRITE_ONCE(ai->blocks_time, when);
+	if (!test_bit(AHEADFS_I_BLOCKS, &ai->flags))
+		set_bit(AHEADFS_I_BLOCKS, &ai->flags);
 }
 
 /*
@@ -138,6 +159,19 @@ static bool lower_attr_time(struct inode *lower, unsigned long now,
 	if (time_after(*when, now))
 		*when = now;
 	return true;
+}
+
+/*
+ * Our inode's attributes from @lower's, dated @when; on a network lower
+ * (an NFS client keeps i_blocks from the server) its st_blocks too.  A
+ * local lower's st_blocks waits for its getattr: xfs keeps no i_blocks.
+ */
+static void prime_attrs(struct inode *inode, struct inode *lower,
+			unsigned long when)
+{
+	aheadfs_copy_attr_at(inode, when);
+	if (lower_attrs_remote(lower))
+		aheadfs_blocks_stamp(inode, READ_ONCE(lower->i_blocks), when);
 }
 
 /*
@@ -216,7 +250,7 @@ static void prime_entry(struct aheadfs_prime_ctx *p, const char *name,
 		inode = d_inode(dentry);
 		if (inode && aheadfs_lower_dentry(dentry) == lower &&
 		    aheadfs_lower_inode(inode) == lower_inode) {
-			aheadfs_copy_attr_at(inode, when);
+			prime_attrs(inode, lower_inode, when);
 			aheadfs_entry_stamp(dentry, when);
 			p->primed++;
 		}
@@ -231,7 +265,7 @@ static void prime_entry(struct aheadfs_prime_ctx *p, const char *name,
 	lower_path.mnt = mntget(AHEADFS_SB(sb)->lower.mnt);
 	lower_path.dentry = dget(lower);
 	aheadfs_set_lower_path(dentry, &lower_path);
-	aheadfs_copy_attr_at(inode, when);
+	prime_attrs(inode, lower_inode, when);
 	aheadfs_entry_stamp(dentry, when);
 	alias = d_splice_alias(inode, dentry);
 	d_lookup_done(dentry);

@@ -189,13 +189,14 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	struct path lower_path;
 	u64 t0 = aheadfs_op_begin();
+	unsigned long asked;
 	bool written;
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
 	if (!(query_flags & AT_STATX_FORCE_SYNC) && aheadfs_attr_stat_cached(inode)) {
 		aheadfs_fillattr(idmap, request_mask, inode, stat);
-		stat->blocks = inode->i_blocks;
+		stat->blocks = READ_ONCE(AHEADFS_I(inode)->blocks);
 		/* The lower's own mode, set-id bits and all (copy_attr). */
 		stat->mode = READ_ONCE(AHEADFS_I(inode)->lower_mode);
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_attr_cache_hits);
@@ -222,6 +223,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		stat->blocks = inode->i_blocks;
 		goto out;
 	}
+	asked = jiffies;
 	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
 				  query_flags);
 	dput(lower_path.dentry);
@@ -231,6 +233,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 	aheadfs_copy_attr(inode);
+	if (READ_ONCE(sbi->attr_timeout_ms))
+		aheadfs_blocks_stamp(inode, stat->blocks, asked);
 out:
 	if (!err)
 		stat->dev = sb->s_dev;
@@ -267,6 +271,9 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	inode_unlock(lower_inode);
 	aheadfs_drop_write(dentry->d_sb);
 	dput(lower);
+	/* A new size frees or maps blocks: the next stat asks the lower. */
+	if (ia->ia_valid & ATTR_SIZE)
+		clear_bit(AHEADFS_I_BLOCKS, &AHEADFS_I(inode)->flags);
 	aheadfs_copy_attr(inode);
 out:
 	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_setattr, inode, t0, err);

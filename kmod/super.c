@@ -302,6 +302,8 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 	ai->lower = NULL;
 	ai->attr_time = 0;
 	ai->flags = 0;
+	ai->blocks = 0;
+	ai->blocks_time = 0;
 	ai->lower_mode = 0;
 	return &ai->vfs_inode;
 }
