@@ -4,6 +4,7 @@
 #   make KERNELS="6.1 6.12"   the same, with one module per target kernel
 #   make modules          one module per kernel of KERNELS (default 6.1 6.12)
 #   make check            set-up, build, host tests, selftests in a guest per kernel
+#   make check KERNEL=IMAGE KDIR=DIR   the same for that one kernel (any kernel)
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
 #   make man              man pages build/man/*.{5,8} from Documentation/man/*.rst
@@ -47,7 +48,7 @@ MODPROBE_CONF := kmod/aheadfs.modprobe.conf
 
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
 	bench demo install dkms checkpatch clean deps userland-check bpf-check \
-	unit-check man man-check install-man install-modprobe-conf
+	unit-check man man-check install-man install-modprobe-conf scripts-check
 .PHONY: deb
 
 # KERNELS given on the command line or in the environment: a module for each.
@@ -119,9 +120,16 @@ man-check: man
 	@selftests/man/host-tests.sh $(BUILD)/man >$(BUILD)/results/man.tap; \
 		rc=$$?; cat $(BUILD)/results/man.tap; exit $$rc
 
+# make check KERNEL=/KDIR= and vm-run --kernel-image, on the host with no
+# guest and no build (seconds); TAP in build/results/scripts.tap.
+scripts-check:
+	@mkdir -p $(BUILD)/results
+	@selftests/scripts/host-tests.sh >$(BUILD)/results/scripts.tap; \
+		rc=$$?; cat $(BUILD)/results/scripts.tap; exit $$rc
+
 # Host-side tests only: no guest needed.  Each writes build/results/*.tap.
 check-host: $(if $(HAVE_UNIT),unit-check) $(if $(HAVE_USERLAND),userland-check) \
-	$(if $(HAVE_BPF),bpf-check) man-check
+	$(if $(HAVE_BPF),bpf-check) man-check scripts-check
 
 # The guests only, for modules and selftests already built.
 guest-tests:
@@ -137,9 +145,15 @@ guest-tests:
 soak: modules selftests
 	@scripts/soak --kernels "$(KERNELS)" --seeds $(or $(FSX_SOAK),40)
 
-# Everything, each step recorded as KTAP; see scripts/check.
+# Everything, each step recorded as KTAP; see scripts/check.  KERNEL=IMAGE
+# KDIR=DIR: that kernel instead of KERNELS (scripts/check says what each
+# needs).  KDIR counts as given on the command line, or with KERNEL= from
+# the environment too; KDIR's default, or a KDIR from the environment alone
+# (make's module build dir), is not a request for it.
+CHECK_KDIR := $(if $(or $(KERNEL),$(filter command line,$(origin KDIR))),$(if \
+	$(filter command line environment,$(origin KDIR)),$(KDIR)))
 check:
-	@KERNELS="$(KERNELS)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
+	@KERNELS="$(KERNELS)" KERNEL="$(KERNEL)" KDIR="$(CHECK_KDIR)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
 
 bench: modules selftests $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf)
 	@scripts/setup-deps

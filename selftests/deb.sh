@@ -123,6 +123,22 @@ mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" &&
 	mount --rbind /dev "$root/dev" && mount -t tmpfs -o mode=0755 run "$root/run" &&
 	mount -t tmpfs -o mode=1777 tmp "$root/tmp" || bail "mounts in $root"
 mkdir "$root/tmp/debs" && cp "$dkms_deb" "$tools_deb" "$root/tmp/debs/" || bail "copy the packages"
+# A kernel whose modules are not the host's (make check KERNEL=IMAGE
+# KDIR=DIR): vm-run installed them under build/kernels/, and the guest
+# sees them through a link on a tmpfs /lib/modules (virtme-ng's way) that
+# the overlay of / does not show.  The root gets the guest's tree, with
+# its build link to DIR, as an overlay of its own: what DKMS and depmod
+# write stays in our tmpfs, not in build/.  With the host's modules,
+# /lib/modules/RELEASE is a directory (through /lib -> usr/lib or not),
+# and nothing changes.
+mods=$(readlink -f "/lib/modules/$rel")
+if [ -L "/lib/modules/$rel" ] && [ -d "$mods" ]; then
+	mkdir -p "$root/lib/modules/$rel" "$w/mods-upper" "$w/mods-work" &&
+		mount -t overlay aheadfs-deb-modules \
+			-o "lowerdir=$mods,upperdir=$w/mods-upper,workdir=$w/mods-work" "$root/lib/modules/$rel" ||
+		bail "an overlay of $mods (the guest's /lib/modules/$rel) on $root/lib/modules/$rel"
+	echo "# /lib/modules/$rel is $mods (vm-run --kernel-image), build -> $(readlink "$mods/build")"
+fi
 
 # inroot CMD...: CMD in the new root, with a clean environment.
 inroot() {

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# host-tests.sh: make check KERNEL=IMAGE KDIR=DIR and scripts/vm-run
+# --kernel-image on the host, with no guest and no build; TAP on stdout.
+# scripts/check runs with AHEADFS_CHECK_PLAN=1 (it stops after its checks of
+# KERNEL= and KDIR=, before the set-up, builds or guests): each error exits
+# 2 with a message that says what is wrong, a good pair plans that one
+# kernel, and make check without them plans KERNELS as before.  vm-run runs
+# from a copy of scripts/ whose virtme-ng is a stub that prints its
+# arguments: an image is booted with the host's modules, or with those a
+# full build tree installs once into build/kernels/RELEASE/ (a fake tree's
+# modules_install here), with the build link DKMS needs.  Uses the host's
+# Debian 6.1 (and 6.12) kernel; seconds.  Exit status 1 if a test failed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d /tmp/aheadfs-scripts-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# Never past the plan, whatever a broken check lets through; and none of
+# the caller's make variables (make check KERNEL=... puts them in MAKEFLAGS).
+export AHEADFS_CHECK_PLAN=1
+unset KERNEL KDIR KERNELS AHEADFS_KERNEL_IMAGE AHEADFS_KERNEL_KDIR AHEADFS_HOST_MODULES
+unset MAKEFLAGS MFLAGS MAKEOVERRIDES MAKELEVEL GNUMAKEFLAGS
+
+n=0 failed=0
+echo "TAP version 13"
+pass() { n=$((n + 1)); echo "ok $n $1"; }
+fail() {
+	n=$((n + 1)) failed=1
+	echo "not ok $n $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | head -n 30 | sed 's/^/# /'
+	return 0
+}
+
+rel=$("$top/scripts/kernel-release" 6.1 2>/dev/null)
+img=/boot/vmlinuz-$rel hdr=/usr/src/linux-headers-$rel
+rel2=$("$top/scripts/kernel-release" 6.12 2>/dev/null)
+hdr2=/usr/src/linux-headers-$rel2
+if [ -z "$rel" ] || [ ! -r "$img" ] || [ -z "$rel2" ]; then
+	echo "ok 1 make check KERNEL= KDIR= # SKIP no Debian 6.1 and 6.12 kernels here (scripts/setup-deps)"
+	echo "1..1"
+	exit 0
+fi
+
+# run CMD...: its status in $rc, stdout and stderr in $out.
+run() { out=$("$@" 2>&1); rc=$?; }
+# expect NAME RC TEXT CMD...: CMD exits RC and says TEXT.
+expect() {
+	local name=$1 want=$2 text=$3
+	shift 3
+	run "$@"
+	if [ "$rc" = "$want" ] && grep -qF -- "$text" <<<"$out"; then
+		pass "$name"
+	else
+		fail "$name" "exit $rc (want $want); want the text: $text
+got:
+$out"
+	fi
+}
+mk() { make -s --no-print-directory -C "$top" check "$@"; }
+
+# 1. make check's arguments.
+expect "kernel-release IMAGE is the image's release" 0 "$rel" "$top/scripts/kernel-release" "$img"
+expect "make check KERNEL= without KDIR= fails, naming KDIR=DIR" 2 "KERNEL=$img needs KDIR=DIR" \
+	mk KERNEL="$img"
+expect "scripts/check KERNEL= without KDIR= exits 2" 2 "needs KDIR=DIR" env KERNEL="$img" "$top/scripts/check"
+expect "make check KDIR= without KERNEL= fails, naming KERNEL=IMAGE" 2 "KDIR=$hdr needs KERNEL=IMAGE" \
+	mk KDIR="$hdr"
+expect "make check with a missing image fails" 2 "KERNEL=$tmp/vmlinuz is not a readable file" \
+	mk KERNEL="$tmp/vmlinuz" KDIR="$hdr"
+expect "make check with a file that is no kernel image fails" 2 "KERNEL=/boot/config-$rel is not a kernel image" \
+	mk KERNEL="/boot/config-$rel" KDIR="$hdr"
+mkdir "$tmp/empty"
+expect "make check with a KDIR that has no release fails" 2 "KDIR=$tmp/empty has no kernel release" \
+	mk KERNEL="$img" KDIR="$tmp/empty"
+expect "make check with an image and a KDIR of two releases fails, naming both" 2 \
+	"KERNEL=$img is kernel $rel but KDIR=$hdr2 is kernel $rel2" mk KERNEL="$img" KDIR="$hdr2"
+expect "make check KERNEL=IMAGE KDIR=DIR checks that one kernel" 0 \
+	"check: kernel $rel: scripts/kbuild $hdr; scripts/vm-run --kernel-image $img --kdir $hdr" \
+	mk KERNEL="$img" KDIR="$hdr"
+if [ "$(grep -c '^check: kernel' <<<"$out")" = 1 ]; then
+	pass "make check KERNEL= KDIR= plans no other kernel"
+else
+	fail "make check KERNEL= KDIR= plans no other kernel" "$out"
+fi
+expect "KERNEL= and KDIR= from the environment work as on the command line" 0 \
+	"check: kernel $rel: scripts/kbuild $hdr;" env KERNEL="$img" KDIR="$hdr" make -s --no-print-directory -C "$top" check
+run mk
+want="check: kernel 6.1: scripts/kbuild $rel; scripts/vm-run --kernel 6.1
+check: kernel 6.12: scripts/kbuild $rel2; scripts/vm-run --kernel 6.12"
+if [ "$rc" = 0 ] && [ "$out" = "$want" ]; then
+	pass "make check without them plans KERNELS as before"
+else
+	fail "make check without them plans KERNELS as before" "exit $rc; want:
+$want
+got:
+$out"
+fi
+run env KDIR="$hdr" make -s --no-print-directory -C "$top" check
+if [ "$rc" = 0 ] && [ "$out" = "$want" ]; then
+	pass "a KDIR in the environment alone (make's module build dir) is no KERNEL= request"
+else
+	fail "a KDIR in the environment alone (make's module build dir) is no KERNEL= request" "exit $rc; got:
+$out"
+fi
+
+# 2. vm-run --kernel-image, from a copy of scripts/ with a stub virtme-ng.
+t=$tmp/top
+mkdir -p "$t/scripts" "$t/build/venv/bin"
+cp "$top/scripts/vm-run" "$top/scripts/kernel-release" "$t/scripts/"
+printf '#!/bin/sh\nfor a in "$@"; do echo "vng-arg: $a"; done\n' >"$t/build/venv/bin/vng"
+chmod +x "$t/build/venv/bin/vng"
+vr=$t/scripts/vm-run
+# booted IMAGE: the image vm-run gave virtme-ng ($out of the last run).
+booted() { sed -n '/^vng-arg: -r$/{n;s/^vng-arg: //p}' <<<"$out"; }
+
+expect "vm-run --kernel-image with a missing image exits 2" 2 "no readable kernel image $tmp/vmlinuz" \
+	"$vr" --kernel-image "$tmp/vmlinuz" -- true
+expect "vm-run --kernel-image with another release's --kdir exits 2, naming both" 2 \
+	"$img is kernel $rel, $hdr2 is $rel2" "$vr" --kernel-image "$img" --kdir "$hdr2" -- true
+expect "vm-run --kernel 6.1 boots /boot's image as before" 0 "vng-arg: $img" "$vr" --kernel 6.1 -- true
+run "$vr" --kernel-image "$img" --kdir "$hdr" -- true
+if [ "$rc" = 0 ] && [ "$(booted)" = "$t/build/kernels/boot/vmlinuz-$rel" ] &&
+   [ "$(readlink "$t/build/kernels/boot/vmlinuz-$rel")" = "$img" ] && [ ! -e "$t/build/kernels/$rel" ]; then
+	pass "vm-run --kernel-image with the host's modules: the image linked where virtme-ng finds /lib/modules"
+else
+	fail "vm-run --kernel-image with the host's modules" "exit $rc, booted $(booted); $out"
+fi
+export AHEADFS_HOST_MODULES=$tmp/no-modules
+expect "vm-run --kernel-image, modules neither on the host nor given: exit 2" 2 \
+	"has no modules on the host ($tmp/no-modules/$rel) and no --kdir was given" "$vr" --kernel-image "$img" -- true
+expect "vm-run --kernel-image, a --kdir without modules.order: exit 2" 2 \
+	"$hdr has no modules.order" "$vr" --kernel-image "$img" --kdir "$hdr" -- true
+
+# A full build tree of the release, as far as vm-run needs one: its
+# release, modules.order, and a modules_install that installs one module
+# without modules.dep (vm-run runs depmod).
+k=$tmp/kdir
+mkdir -p "$k/include/generated"
+echo "#define UTS_RELEASE \"$rel\"" >"$k/include/generated/utsrelease.h"
+echo "kernel/fs/fake.ko" >"$k/modules.order"
+printf 'modules_install:\n\tmkdir -p $(INSTALL_MOD_PATH)/lib/modules/%s/kernel/fs\n\tcp modules.order $(INSTALL_MOD_PATH)/lib/modules/%s/\n' \
+	"$rel" "$rel" >"$k/Makefile"
+m=$t/build/kernels/$rel/lib/modules/$rel
+run "$vr" --kernel-image "$img" --kdir "$k" -- true
+if [ "$rc" = 0 ] && grep -q "installing the modules of $rel from $k" <<<"$out" &&
+   [ "$(booted)" = "$t/build/kernels/$rel/boot/vmlinuz-$rel" ] &&
+   [ "$(readlink "$t/build/kernels/$rel/boot/vmlinuz-$rel")" = "$img" ] &&
+   [ -f "$m/modules.dep" ] && [ -f "$m/modules.order" ] && [ "$(readlink "$m/build")" = "$k" ]; then
+	pass "vm-run --kernel-image --kdir TREE: modules installed into build/kernels/$rel, build -> TREE, the image under it"
+else
+	fail "vm-run --kernel-image --kdir TREE installs the modules" "exit $rc, booted $(booted); $out
+$(cd "$t/build/kernels" 2>/dev/null && find . | head -n 20)"
+fi
+run "$vr" --kernel-image "$img" --kdir "$k" -- true
+if [ "$rc" = 0 ] && ! grep -q installing <<<"$out"; then
+	pass "vm-run installs them once"
+else
+	fail "vm-run installs them once" "exit $rc; $out"
+fi
+touch -d 'now + 1 minute' "$k/modules.order"
+expect "vm-run installs them again after the tree's modules.order changed" 0 "installing the modules of $rel" \
+	"$vr" --kernel-image "$img" --kdir "$k" -- true
+expect "vm-run --prepare sets up and boots nothing" 0 "vm-run: kernel $rel: image $img, modules $m" \
+	"$vr" --kernel-image "$img" --kdir "$k" --prepare
+grep -q vng-arg <<<"$out" && fail "vm-run --prepare started virtme-ng" "$out"
+run env AHEADFS_KERNEL_IMAGE="$img" AHEADFS_KERNEL_KDIR="$k" "$vr" --kernel "$rel" -- true
+if [ "$rc" = 0 ] && [ "$(booted)" = "$t/build/kernels/$rel/boot/vmlinuz-$rel" ]; then
+	pass "vm-run --kernel RELEASE boots AHEADFS_KERNEL_IMAGE (aheadctl's guest under KERNEL=)"
+else
+	fail "vm-run --kernel RELEASE boots AHEADFS_KERNEL_IMAGE" "exit $rc, booted $(booted); $out"
+fi
+expect "vm-run: --kernel and --kernel-image of two releases exit 2" 2 "--kernel 6.12 is $rel2" \
+	"$vr" --kernel 6.12 --kernel-image "$img" --kdir "$k" -- true
+unset AHEADFS_HOST_MODULES
+
+# 3. scripts/check itself, in a tree of stubs around it (setup-deps, kbuild,
+# make's targets, vm-run and aheadctl's run-guest.sh record their calls and
+# print one passing result): which kernels it builds for and how each guest
+# boots.  AHEADFS_CHECK_PLAN is off there, in the stub tree only.
+s=$tmp/stub
+mkdir -p "$s/scripts" "$s/selftests/aheadctl" "$s/userland" "$s/debian" "$s/build"
+cp "$top/scripts/check" "$top/scripts/ktap-summary" "$top/scripts/kernel-release" "$s/scripts/"
+printf '#!/bin/sh\nexit 0\n' >"$s/scripts/setup-deps"
+printf '#!/bin/sh\necho "kbuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/kbuild"
+cat >"$s/scripts/vm-run" <<STUB
+#!/bin/bash
+echo "vm-run \$* [\${AHEADFS_KERNEL_IMAGE:-} \${AHEADFS_KERNEL_KDIR:-}]" >>"$s/build/calls"
+case " \$* " in
+*" --prepare "*) ;;
+*guest-run*) printf '# guest-run: started\nTAP version 13\nok 1 stub guest\n1..1\n' ;;
+*deb.sh*) printf 'TAP version 13\nok 1 stub deb\n1..1\n' ;;
+esac
+STUB
+cat >"$s/selftests/aheadctl/run-guest.sh" <<STUB
+"$s/scripts/vm-run" --kernel "\$1" -- true
+printf 'TAP version 13\nok 1 stub\n1..1\n' >"$s/build/results/aheadctl-guest-\$1.tap"
+STUB
+printf 'all:\n\t@true\n' >"$s/userland/Makefile"
+printf '#!/bin/sh\n' >"$s/userland/aheadctl"
+printf '#!/bin/sh\n' >"$s/debian/build-deb"
+chmod +x "$s"/scripts/* "$s/userland/aheadctl" "$s/debian/build-deb"
+printf 'selftests deb checkpatch:\n\t@true\nuserland-check man-check scripts-check:\n\t@echo "ok 1 $@"\n' >"$s/Makefile"
+# stubcheck ENV...: the stub tree's check with ENV; its calls, sorted, in $out.
+stubcheck() {
+	rm -f "$s/build/calls"
+	env -u AHEADFS_CHECK_PLAN "$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
+	rc=$?
+	out=$(sort "$s/build/calls" 2>/dev/null)
+}
+# stubwant NAME WANT: the calls were WANT's lines, in any order.
+stubwant() {
+	if [ "$rc" = 0 ] && [ "$out" = "$(sort <<<"$2")" ]; then
+		pass "$1"
+	else
+		fail "$1" "exit $rc; want:
+$(sort <<<"$2")
+got:
+$out
+$(tail -n 5 "$tmp/stub.out")"
+	fi
+}
+stubcheck
+stubwant "scripts/check without KERNEL=: kbuild and the three guests of 6.1 and 6.12 as before" \
+"kbuild $rel
+kbuild $rel2
+vm-run --kernel 6.1 --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.1 -- true [ ]
+vm-run --kernel 6.12 --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.12 -- true [ ]"
+stubcheck KERNEL="$img" KDIR="$hdr"
+v="--kernel-image $img --kdir $hdr"
+stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each guest boots the image" \
+"kbuild $hdr
+vm-run $v --prepare [ ]
+vm-run $v --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run $v --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel $rel -- true [$img $hdr]"
+if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/kernel-$rel.tap" ]; then
+	pass "scripts/check KERNEL= KDIR=: results under the release $rel"
+else
+	fail "scripts/check KERNEL= KDIR=: results under the release $rel" "$(ls "$s/build/results")"
+fi
+
+echo "1..$n"
+exit $failed
