@@ -76,6 +76,9 @@ enum aheadfs_stat {
 	AHEADFS_STAT_entries_primed,
 	AHEADFS_STAT_attr_cache_misses,
 	AHEADFS_STAT_entry_cache_misses,
+	AHEADFS_STAT_readdir_cache_hits,
+	AHEADFS_STAT_readdir_cache_misses,
+	AHEADFS_STAT_readdir_invalidations,
 	AHEADFS_NR_STATS
 };
 
@@ -140,6 +143,7 @@ struct aheadfs_sb_info {
 	unsigned int attr_timeout_ms;
 	unsigned int entry_timeout_ms;
 	unsigned int negative_timeout_ms;
+	unsigned int readdir_cache;		/* 0 or 1 */
 
 	/* Gauges, updated by prefetch.c. */
 	atomic64_t window_cur;
@@ -165,6 +169,11 @@ struct aheadfs_inode_info {
 	unsigned long blocks_time;
 	unsigned long flags;		/* AHEADFS_I_* bits */
 	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
+	/* A directory's readdir cache (cache.c), under dir_lock. */
+	spinlock_t dir_lock;
+	struct aheadfs_dir_cache *dir_cache;
+	u64 dir_gen;			/* bumped by each change through us */
+	u64 dir_seq;			/* numbers the caches kept */
 };
 
 /*
@@ -177,11 +186,18 @@ struct aheadfs_inode_info {
 #define AHEADFS_I_BLOCKS	1
 
 struct aheadfs_pf_state;
+struct aheadfs_dir_cache;
 
 /* Per-open-file state, file->private_data. */
 struct aheadfs_file_info {
 	struct file *lower;
 	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
+	/* A directory's readdir cache being filled, or being read (cache.c). */
+	struct aheadfs_dir_cache *dir_fill;
+	loff_t dir_next;		/* where dir_fill's next call must start */
+	size_t dir_hint;		/* the record of dir_cache read next */
+	u64 dir_hint_seq;		/* of the cache dir_hint is in */
+	bool dir_served;		/* the lower file's position was not moved */
 };
 
 /*
@@ -345,6 +361,8 @@ bool aheadfs_attr_stat_cached(struct inode *inode);
 void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when);
 bool aheadfs_entry_fresh(struct dentry *dentry);
 void aheadfs_entry_stamp(struct dentry *dentry, unsigned long when);
+void aheadfs_dir_changed(struct inode *dir);
+void aheadfs_dir_release(struct aheadfs_file_info *fi);
 int aheadfs_iterate_lower(struct file *file, struct file *lower,
 			  struct dir_context *ctx);
 

@@ -162,6 +162,284 @@ static bool lower_attr_time(struct inode *lower, unsigned long now,
 }
 
 /*
+ * The readdir cache (readdir_cache=1, within entry_timeout_ms): a
+ * directory read through us from its start to its end, by one open file
+ * in calls that follow each other, is kept as the lower listed it (names,
+ * inode numbers, types, and the lower's offsets, which stay the ones the
+ * caller sees), dated when the listing started; within the entry timeout
+ * of that, a readdir of the directory is answered from it without asking
+ * the lower.  Every change of the directory's names through this mount
+ * drops it (aheadfs_dir_changed()), and a listing that such a change
+ * overtook is not kept; a change made in the lower directly, or through
+ * another mount of it, is seen when the timeout has run out.
+ */
+struct aheadfs_dir_cache {
+	refcount_t ref;
+	unsigned long time;	/* jiffies when the listing started */
+	u64 gen;		/* the directory's dir_gen then */
+	u64 seq;		/* which of the directory's caches, for dir_hint */
+	loff_t end;		/* the position after the last entry */
+	size_t used, size;
+	bool failed;		/* too large, or no memory: not kept */
+	char *buf;		/* dir_rec records, packed */
+};
+
+struct dir_rec {
+	loff_t pos;		/* where the entry starts: the lower's offset */
+	u64 ino;
+	u8 type;
+	u8 len;
+	char name[];
+};
+
+/* The most one directory's cache holds: about 100,000 short names. */
+#define AHEADFS_DIR_CACHE_MAX	(4 << 20)
+
+static size_t dir_rec_size(int len)
+{
+	return ALIGN(struct_size_t(struct dir_rec, name, len), 8);
+}
+
+static void dir_cache_put(struct aheadfs_dir_cache *dc)
+{
+	if (dc && refcount_dec_and_test(&dc->ref)) {
+		kvfree(dc->buf);
+		kfree(dc);
+	}
+}
+
+static bool dir_cache_on(struct aheadfs_sb_info *sbi)
+{
+	return READ_ONCE(sbi->readdir_cache) &&
+	       READ_ONCE(sbi->entry_timeout_ms);
+}
+
+/*
+ * The names of directory @dir changed through this mount (or it goes): its
+ * readdir cache is dropped, and a listing under way is not kept.
+ */
+void aheadfs_dir_changed(struct inode *dir)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(dir);
+	struct aheadfs_dir_cache *old;
+
+	spin_lock(&ai->dir_lock);
+	ai->dir_gen++;
+	old = ai->dir_cache;
+	ai->dir_cache = NULL;
+	spin_unlock(&ai->dir_lock);
+	if (old) {
+		aheadfs_stat_inc(AHEADFS_SB(dir->i_sb),
+				 AHEADFS_STAT_readdir_invalidations);
+		dir_cache_put(old);
+	}
+}
+
+/* The readdir cache is off: @dir's is dropped, not counted. */
+static void dir_cache_drop(struct inode *dir)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(dir);
+	struct aheadfs_dir_cache *old;
+
+	spin_lock(&ai->dir_lock);
+	old = ai->dir_cache;
+	ai->dir_cache = NULL;
+	spin_unlock(&ai->dir_lock);
+	dir_cache_put(old);
+}
+
+/* An open directory is closed: the listing it was filling is not kept. */
+void aheadfs_dir_release(struct aheadfs_file_info *fi)
+{
+	dir_cache_put(fi->dir_fill);
+	fi->dir_fill = NULL;
+}
+
+/* The position of the record at @off, or the end after the last. */
+static loff_t dir_pos_at(struct aheadfs_dir_cache *dc, size_t off)
+{
+	return off < dc->used ? ((struct dir_rec *)(dc->buf + off))->pos :
+				dc->end;
+}
+
+/*
+ * Where in @dc a readdir from @pos starts: where the file's last call
+ * ended, the start, a record at @pos, or the end.  SIZE_MAX if @pos is
+ * none of these (an offset from elsewhere): then the lower answers.
+ */
+static size_t dir_cache_find(struct aheadfs_dir_cache *dc,
+			     struct aheadfs_file_info *fi, loff_t pos)
+{
+	size_t off;
+
+	if (fi->dir_hint_seq == dc->seq && fi->dir_hint <= dc->used &&
+	    dir_pos_at(dc, fi->dir_hint) == pos)
+		return fi->dir_hint;
+	if (pos == 0)
+		return 0;
+	for (off = 0; off < dc->used;
+	     off += dir_rec_size(((struct dir_rec *)(dc->buf + off))->len))
+		if (((struct dir_rec *)(dc->buf + off))->pos == pos)
+			return off;
+	return pos == dc->end ? dc->used : SIZE_MAX;
+}
+
+/*
+ * A readdir of @file answered from its directory's cache, if there is one
+ * within the entry timeout and @ctx's position is in it.  The lower file's
+ * own position is not moved (only f_pos is set): the next readdir that
+ * asks the lower seeks it first (dir_served).
+ */
+static bool dir_cache_serve(struct file *file, struct file *lower,
+			    struct dir_context *ctx)
+{
+	struct inode *inode = file_inode(file);
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
+	struct aheadfs_dir_cache *dc, *old = NULL;
+	struct dir_rec *r;
+	size_t off;
+
+	spin_lock(&ai->dir_lock);
+	dc = ai->dir_cache;
+	if (dc && !within(dc->time, READ_ONCE(sbi->entry_timeout_ms))) {
+		old = dc;
+		ai->dir_cache = NULL;
+		dc = NULL;
+	}
+	if (dc)
+		refcount_inc(&dc->ref);
+	spin_unlock(&ai->dir_lock);
+	dir_cache_put(old);
+	if (!dc)
+		goto miss;
+	off = dir_cache_find(dc, fi, ctx->pos);
+	if (off == SIZE_MAX) {
+		dir_cache_put(dc);
+		goto miss;
+	}
+	while (off < dc->used) {
+		r = (struct dir_rec *)(dc->buf + off);
+		ctx->pos = r->pos;
+		if (!dir_emit(ctx, r->name, r->len, r->ino, r->type))
+			break;
+		off += dir_rec_size(r->len);
+	}
+	ctx->pos = dir_pos_at(dc, off);
+	fi->dir_hint = off;
+	fi->dir_hint_seq = dc->seq;
+	fi->dir_served = true;
+	lower->f_pos = ctx->pos;
+	dir_cache_put(dc);
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_readdir_cache_hits);
+	return true;
+miss:
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_readdir_cache_misses);
+	return false;
+}
+
+/*
+ * A readdir of @file that asks the lower, from @pos: from the start, it
+ * begins a listing to keep; from where the file's last call ended, it goes
+ * on with it; from anywhere else, the listing is given up.
+ */
+static void dir_fill_begin(struct file *file, loff_t pos)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(file_inode(file));
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_dir_cache *dc;
+
+	if (pos != 0) {
+		if (fi->dir_fill && pos != fi->dir_next)
+			aheadfs_dir_release(fi);
+		return;
+	}
+	aheadfs_dir_release(fi);
+	dc = kzalloc(sizeof(*dc), GFP_KERNEL_ACCOUNT);
+	if (!dc)
+		return;
+	refcount_set(&dc->ref, 1);
+	dc->time = jiffies;
+	spin_lock(&ai->dir_lock);
+	dc->gen = ai->dir_gen;
+	spin_unlock(&ai->dir_lock);
+	fi->dir_fill = dc;
+}
+
+/* One entry the caller took, noted in the listing being filled. */
+static void dir_fill_add(struct aheadfs_dir_cache *dc, const char *name,
+			 int len, loff_t pos, u64 ino, unsigned int type)
+{
+	size_t sz = dir_rec_size(len);
+	struct dir_rec *r;
+	char *buf;
+
+	if (dc->failed)
+		return;
+	if (len > NAME_MAX || dc->used + sz > AHEADFS_DIR_CACHE_MAX) {
+		dc->failed = true;
+		return;
+	}
+	if (dc->used + sz > dc->size) {
+		size_t size = max_t(size_t, dc->size * 2, 16 << 10);
+
+		size = min_t(size_t, size, AHEADFS_DIR_CACHE_MAX);
+		buf = kvmalloc(size, GFP_KERNEL_ACCOUNT);
+		if (!buf) {
+			dc->failed = true;
+			return;
+		}
+		if (dc->used)
+			memcpy(buf, dc->buf, dc->used);
+		kvfree(dc->buf);
+		dc->buf = buf;
+		dc->size = size;
+	}
+	r = (struct dir_rec *)(dc->buf + dc->used);
+	r->pos = pos;
+	r->ino = ino;
+	r->type = type;
+	r->len = len;
+	memcpy(r->name, name, len);
+	dc->used += sz;
+}
+
+/*
+ * The lower's readdir for the listing being filled returned: an error or
+ * a listing too large gives it up; a call that found no entry left ended
+ * it, and it becomes the directory's cache unless a change through us
+ * overtook it; any other goes on at the next call.
+ */
+static void dir_fill_end(struct file *file, int err, bool ended, loff_t pos)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(file_inode(file));
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_dir_cache *dc = fi->dir_fill, *old = NULL;
+
+	if (err || dc->failed) {
+		aheadfs_dir_release(fi);
+		return;
+	}
+	if (!ended) {
+		fi->dir_next = pos;
+		return;
+	}
+	fi->dir_fill = NULL;
+	dc->end = pos;
+	spin_lock(&ai->dir_lock);
+	if (dc->gen == ai->dir_gen) {
+		old = ai->dir_cache;
+		dc->seq = ++ai->dir_seq;
+		ai->dir_cache = dc;
+		dc = NULL;
+	}
+	spin_unlock(&ai->dir_lock);
+	dir_cache_put(old);
+	dir_cache_put(dc);
+}
+
+/*
  * Our inode's attributes from @lower's, dated @when; on a network lower
  * (an NFS client keeps i_blocks from the server) its st_blocks too.  A
  * local lower's st_blocks waits for its getattr: xfs keeps no i_blocks.
@@ -187,6 +465,8 @@ struct aheadfs_prime_ctx {
 	struct dentry *parent;		/* ours, locked (shared) by the VFS */
 	struct dentry *lower_parent;	/* the lower directory being read */
 	char *buf;			/* the entries taken: prime_rec, packed */
+	struct aheadfs_dir_cache *fill;	/* the listing being kept, or NULL */
+	unsigned long offered;		/* entries the lower gave this call */
 	size_t used;
 	unsigned long now;
 	unsigned long primed;
@@ -200,9 +480,9 @@ struct prime_rec {
 };
 
 /*
- * The entries of one getdents call: glibc reads 32 KiB of them at a time,
- * and a record is smaller than the dirent it stands for.  Entries past it
- * are passed up, not primed.
+ * The entries of one getdents call, as many as fit: a call whose entries
+ * fill it ends short (glibc sizes its buffer by the directory's st_blksize,
+ * up to 1 MiB, which an NFS client sets to its rsize).
  */
 #define AHEADFS_PRIME_BUF	(32 << 10)
 
@@ -287,15 +567,23 @@ static bool prime_actor(struct dir_context *ctx, const char *name, int len,
 {
 	struct aheadfs_prime_ctx *p =
 		container_of(ctx, struct aheadfs_prime_ctx, ctx);
-	size_t sz = prime_rec_size(len);
+	size_t sz = p->buf && len <= NAME_MAX ? prime_rec_size(len) : 0;
 	struct prime_rec *r;
 
+	p->offered++;
+	/*
+	 * Our note is full: the call ends here, short, and the entry is the
+	 * first of the caller's next call, noted then.
+	 */
+	if (p->used + sz > AHEADFS_PRIME_BUF)
+		return false;
 	p->caller->pos = ctx->pos;
 	/* Full: the entry is not the caller's, so it is not primed either. */
 	if (!p->caller->actor(p->caller, name, len, pos, ino, type))
 		return false;
-	if (is_dot_dotdot(name, len) || len > NAME_MAX ||
-	    p->used + sz > AHEADFS_PRIME_BUF)
+	if (p->fill)
+		dir_fill_add(p->fill, name, len, pos, ino, type);
+	if (!sz || is_dot_dotdot(name, len))
 		return true;
 	r = (struct prime_rec *)(p->buf + p->used);
 	r->ino = ino;
@@ -306,15 +594,88 @@ static bool prime_actor(struct dir_context *ctx, const char *name, int len,
 }
 
 /*
+ * Whether entries of @lower may ever be primed: a local lower, or an NFS
+ * client (lower_attr_time()).  On any other, the readdir is the lower's
+ * alone, without the note of its entries.
+ */
+static bool lower_primable(const struct inode *lower)
+{
+	return !lower_attrs_remote(lower) ||
+	       lower->i_sb->s_magic == NFS_SUPER_MAGIC;
+}
+
+/* The most entries one read-ahead of an NFS directory goes through. */
+#define AHEADFS_PRIME_AHEAD	(1 << 18)
+
+struct aheadfs_read_ahead {
+	struct dir_context ctx;
+	unsigned int seen;
+};
+
+static bool read_ahead_actor(struct dir_context *ctx, const char *name,
+			     int len, loff_t pos, u64 ino, unsigned int type)
+{
+	struct aheadfs_read_ahead *ra =
+		container_of(ctx, struct aheadfs_read_ahead, ctx);
+
+	return ++ra->seen < AHEADFS_PRIME_AHEAD &&
+	       !fatal_signal_pending(current);
+}
+
+/*
+ * An NFS client reads a directory with READDIRPLUS, which brings each
+ * entry's attributes and primes its dcache, from the directory's start
+ * (a readdir at position 0), and past it only while it sees the entries
+ * looked up, which priming spares it: the rest of a large directory would
+ * come without attributes and cost a LOOKUP per entry, as without aheadfs.
+ * So a readdir of ours from a directory's start first reads the lower
+ * directory through, from an open file of its own: the client keeps what
+ * it read in its readdir cache, which the caller's readdir then reads
+ * back, and every entry is in its dcache, with attributes, to be primed.
+ * The file's position is set back to 0 before each call: the client
+ * decides READDIRPLUS by that position and resumes from the cookie it
+ * keeps in the open file (6.12 ends its first call after 19 entries, to
+ * count the lookups that follow them).  The round trips are those of the
+ * client's own ls -l; at most AHEADFS_PRIME_AHEAD entries.
+ */
+static void nfs_read_ahead(struct file *lower)
+{
+	struct aheadfs_read_ahead ra = { .ctx.actor = read_ahead_actor };
+	struct inode *dir = file_inode(lower);
+	struct file *file;
+	unsigned int seen;
+	int err;
+
+	if (dir->i_sb->s_magic != NFS_SUPER_MAGIC ||
+	    !nfs_server_capable(dir, NFS_CAP_READDIRPLUS))
+		return;
+	file = dentry_open(&lower->f_path, O_RDONLY | O_DIRECTORY,
+			   current_cred());
+	if (IS_ERR(file))
+		return;
+	do {
+		seen = ra.seen;
+		file->f_pos = 0;
+		err = iterate_dir(file, &ra.ctx);
+	} while (!err && ra.seen > seen && ra.seen < AHEADFS_PRIME_AHEAD &&
+		 !fatal_signal_pending(current));
+	fput(file);
+}
+
+/*
  * The lower's readdir of @lower for our @file, with @ctx's entries, d_ino
  * and offsets passed up as the lower gives them; with the entry cache on,
- * the entries passed up are primed afterwards (prime_entry()).
+ * the entries passed up are primed afterwards (prime_entry()); with the
+ * readdir cache on too, answered from it (dir_cache_serve()) or noted for
+ * it (dir_fill_begin()).
  */
 int aheadfs_iterate_lower(struct file *file, struct file *lower,
 			  struct dir_context *ctx)
 {
 	struct super_block *sb = file_inode(file)->i_sb;
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	bool cache = dir_cache_on(sbi);
 	struct aheadfs_prime_ctx p = {
 		.ctx.actor = prime_actor,
 		.ctx.pos = ctx->pos,
@@ -326,14 +687,39 @@ int aheadfs_iterate_lower(struct file *file, struct file *lower,
 	size_t off;
 	int err;
 
+	if (cache && dir_cache_serve(file, lower, ctx))
+		return 0;
+	if (fi->dir_served) {
+		/* Answered from the cache before: the lower seeks there. */
+		loff_t pos = vfs_llseek(lower, ctx->pos, SEEK_SET);
+
+		if (pos < 0)
+			return pos;
+		fi->dir_served = false;
+	}
 	lower->f_pos = ctx->pos;
-	if (READ_ONCE(sbi->entry_timeout_ms))
+	if (cache) {
+		dir_fill_begin(file, ctx->pos);
+	} else {
+		/* Off: what was kept is not served when it is on again. */
+		if (fi->dir_fill)
+			aheadfs_dir_release(fi);
+		if (READ_ONCE(AHEADFS_I(file_inode(file))->dir_cache))
+			dir_cache_drop(file_inode(file));
+	}
+	if (READ_ONCE(sbi->entry_timeout_ms) &&
+	    lower_primable(file_inode(lower)))
 		p.buf = kvmalloc(AHEADFS_PRIME_BUF, GFP_KERNEL);
+	p.fill = fi->dir_fill;
 	/* Off, or no memory for it: the lower's readdir, nothing primed. */
-	if (!p.buf)
+	if (!p.buf && !p.fill)
 		return iterate_dir(lower, ctx);
+	if (p.buf && ctx->pos == 0)
+		nfs_read_ahead(lower);
 	err = iterate_dir(lower, &p.ctx);
 	ctx->pos = p.ctx.pos;
+	if (p.fill)
+		dir_fill_end(file, err, !p.offered, ctx->pos);
 	p.now = jiffies;
 	for (off = 0; off < p.used; off += prime_rec_size(r->len)) {
 		r = (struct prime_rec *)(p.buf + off);

@@ -146,6 +146,7 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 
 	if (S_ISREG(inode->i_mode))
 		aheadfs_prefetch_release(file);
+	aheadfs_dir_release(fi);
 	fput(fi->lower);
 	kfree(fi);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode, t0, 0);

@@ -145,6 +145,7 @@ static int instantiate(struct dentry *dentry, struct dentry *lower_parent)
 static void dir_changed(struct inode *dir)
 {
 	aheadfs_copy_attr(dir);
+	aheadfs_dir_changed(dir);
 }
 
 /* What a create-type operation makes in the lower. */

@@ -61,6 +61,7 @@ enum {
 	Opt_attr_timeout_ms,
 	Opt_entry_timeout_ms,
 	Opt_negative_timeout_ms,
+	Opt_readdir_cache,
 };
 
 static const struct constant_table prefetch_modes[] = {
@@ -78,6 +79,7 @@ static const struct fs_parameter_spec aheadfs_param_specs[] = {
 	fsparam_u32("attr_timeout_ms", Opt_attr_timeout_ms),
 	fsparam_u32("entry_timeout_ms", Opt_entry_timeout_ms),
 	fsparam_u32("negative_timeout_ms", Opt_negative_timeout_ms),
+	fsparam_u32("readdir_cache", Opt_readdir_cache),
 	{}
 };
 
@@ -88,6 +90,7 @@ struct aheadfs_fs_context {
 	unsigned int attr_timeout_ms;
 	unsigned int entry_timeout_ms;
 	unsigned int negative_timeout_ms;
+	unsigned int readdir_cache;
 	unsigned int set;		/* bitmask of Opt_* given */
 };
 
@@ -107,6 +110,7 @@ static const struct tunable_range tunable_ranges[] = {
 	{ "attr_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
 	{ "entry_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
 	{ "negative_timeout_ms", 0,	AHEADFS_MAX_TIMEOUT_MS },
+	{ "readdir_cache",	0,	1 },
 };
 
 static const struct tunable_range *tunable_range(const char *name)
@@ -141,6 +145,7 @@ static unsigned int def_window_kb = AHEADFS_DEF_WINDOW_KB;
 static unsigned int def_attr_timeout_ms;
 static unsigned int def_entry_timeout_ms;
 static unsigned int def_negative_timeout_ms;
+static unsigned int def_readdir_cache;
 
 /* The parameter's name as the mount option has it (no "aheadfs." prefix). */
 static const char *param_name(const struct kernel_param *kp)
@@ -231,6 +236,10 @@ module_param_cb(negative_timeout_ms, &tunable_param_ops,
 __MODULE_PARM_TYPE(negative_timeout_ms, "uint");
 MODULE_PARM_DESC(negative_timeout_ms,
 		 "Negative entry cache lifetime of new mounts in ms, 0 to 3600000 (default 0: off)");
+module_param_cb(readdir_cache, &tunable_param_ops, &def_readdir_cache, 0644);
+__MODULE_PARM_TYPE(readdir_cache, "uint");
+MODULE_PARM_DESC(readdir_cache,
+		 "Readdir cache of new mounts (within entry_timeout_ms), 0 to 1 (default 0: off)");
 
 static int aheadfs_parse_param(struct fs_context *fc,
 			       struct fs_parameter *param)
@@ -270,6 +279,9 @@ static int aheadfs_parse_param(struct fs_context *fc,
 	case Opt_negative_timeout_ms:
 		ctx->negative_timeout_ms = result.uint_32;
 		break;
+	case Opt_readdir_cache:
+		ctx->readdir_cache = result.uint_32;
+		break;
 	}
 	ctx->set |= BIT(opt);
 	return 0;
@@ -290,6 +302,8 @@ static void apply_tunables(struct aheadfs_sb_info *sbi,
 		WRITE_ONCE(sbi->entry_timeout_ms, ctx->entry_timeout_ms);
 	if (ctx->set & BIT(Opt_negative_timeout_ms))
 		WRITE_ONCE(sbi->negative_timeout_ms, ctx->negative_timeout_ms);
+	if (ctx->set & BIT(Opt_readdir_cache))
+		WRITE_ONCE(sbi->readdir_cache, ctx->readdir_cache);
 }
 
 static struct inode *aheadfs_alloc_inode(struct super_block *sb)
@@ -305,6 +319,10 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 	ai->blocks = 0;
 	ai->blocks_time = 0;
 	ai->lower_mode = 0;
+	spin_lock_init(&ai->dir_lock);
+	ai->dir_cache = NULL;
+	ai->dir_gen = 0;
+	ai->dir_seq = 0;
 	return &ai->vfs_inode;
 }
 
@@ -318,6 +336,8 @@ static void aheadfs_evict_inode(struct inode *inode)
 	struct inode *lower = AHEADFS_I(inode)->lower;
 
 	truncate_inode_pages_final(&inode->i_data);
+	if (S_ISDIR(inode->i_mode))
+		aheadfs_dir_changed(inode);
 	clear_inode(inode);
 	/* Dropped here rather than in free_inode, which may run from RCU. */
 	AHEADFS_I(inode)->lower = NULL;
@@ -364,6 +384,7 @@ static int aheadfs_show_options(struct seq_file *m, struct dentry *root)
 		   READ_ONCE(sbi->attr_timeout_ms),
 		   READ_ONCE(sbi->entry_timeout_ms),
 		   READ_ONCE(sbi->negative_timeout_ms));
+	seq_printf(m, ",readdir_cache=%u", READ_ONCE(sbi->readdir_cache));
 	return 0;
 }
 
@@ -400,6 +421,7 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->attr_timeout_ms = ctx->attr_timeout_ms;
 	sbi->entry_timeout_ms = ctx->entry_timeout_ms;
 	sbi->negative_timeout_ms = ctx->negative_timeout_ms;
+	sbi->readdir_cache = ctx->readdir_cache;
 
 	sbi->stats = alloc_percpu(struct aheadfs_stats);
 	if (!sbi->stats)
@@ -508,6 +530,7 @@ static int aheadfs_init_fs_context(struct fs_context *fc)
 	ctx->attr_timeout_ms = READ_ONCE(def_attr_timeout_ms);
 	ctx->entry_timeout_ms = READ_ONCE(def_entry_timeout_ms);
 	ctx->negative_timeout_ms = READ_ONCE(def_negative_timeout_ms);
+	ctx->readdir_cache = READ_ONCE(def_readdir_cache);
 	fc->fs_private = ctx;
 	fc->ops = &aheadfs_context_ops;
 	return 0;

@@ -120,6 +120,9 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_entries_primed] = "entries_primed",
 	[AHEADFS_STAT_attr_cache_misses] = "attr_cache_misses",
 	[AHEADFS_STAT_entry_cache_misses] = "entry_cache_misses",
+	[AHEADFS_STAT_readdir_cache_hits] = "readdir_cache_hits",
+	[AHEADFS_STAT_readdir_cache_misses] = "readdir_cache_misses",
+	[AHEADFS_STAT_readdir_invalidations] = "readdir_invalidations",
 };
 
 static const char *const op_names[AHEADFS_NR_META_OPS] = {
@@ -211,6 +214,7 @@ TUNABLE(window_kb);
 TUNABLE(attr_timeout_ms);
 TUNABLE(entry_timeout_ms);
 TUNABLE(negative_timeout_ms);
+TUNABLE(readdir_cache);
 
 static struct aheadfs_attr attr_prefetch = {
 	.attr = { .name = "prefetch", .mode = 0644 },
@@ -235,6 +239,7 @@ static struct attribute *aheadfs_attrs[] = {
 	&attr_attr_timeout_ms.attr,
 	&attr_entry_timeout_ms.attr,
 	&attr_negative_timeout_ms.attr,
+	&attr_readdir_cache.attr,
 	&attr_stats.attr,
 	&attr_lower.attr,
 	NULL,

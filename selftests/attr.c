@@ -9,7 +9,9 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/xattr.h>
 
 FIXTURE(attr) {
@@ -336,6 +338,250 @@ TEST_F(attr, readdir_primes_entries)
 	EXPECT_EQ(0611, st.st_mode & 07777);
 	EXPECT_EQ(hits + 1, ahfs_stat(&self->fs, "attr_cache_hits"));
 	same_stat(_metadata, m, l);
+}
+
+/* Whether directory @path lists @name. */
+static int lists(const char *path, const char *name)
+{
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (!strcmp(de->d_name, name))
+			found = 1;
+	closedir(d);
+	return found;
+}
+
+/*
+ * The readdir cache (readdir_cache=1, within entry_timeout_ms): off by
+ * default, and off while the entry cache is; on, a directory listed to its
+ * end is listed again from memory, so a name created on the lower behind
+ * the mount's back is not seen within the timeout, while every change of
+ * the mount's own (create, unlink, rename) is seen at once.
+ */
+TEST_F(attr, readdir_cache_opt_in)
+{
+	char d[PATH_MAX], ld[PATH_MAX], p[PATH_MAX], q[PATH_MAX], name[32];
+	long long hits, inval;
+	int i;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, d, "rc"), 0755));
+	ahfs_l(&self->fs, ld, "rc");
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "rc/f%d", i);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, name), 0));
+	}
+	/* Off by default, with the entry cache on: the lower answers. */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "600000"));
+	ASSERT_EQ(20, count_entries(d));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_l(&self->fs, p, "rc/x"), 0));
+	EXPECT_EQ(21, count_entries(d));
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "readdir_cache_hits"));
+
+	/* On: the second listing is the first, from memory. */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	ASSERT_EQ(21, count_entries(d));
+	hits = ahfs_stat(&self->fs, "readdir_cache_hits");
+	ASSERT_EQ(21, count_entries(d));
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "readdir_cache_hits"));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_l(&self->fs, p, "rc/y"), 0));
+	EXPECT_EQ(0, lists(d, "y"));
+	EXPECT_EQ(21, count_entries(d));
+
+	/* The mount's own changes are seen at once (and y with them). */
+	inval = ahfs_stat(&self->fs, "readdir_invalidations");
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, "rc/z"), 0));
+	EXPECT_EQ(1, lists(d, "z"));
+	EXPECT_EQ(1, lists(d, "y"));
+	EXPECT_LT(inval, ahfs_stat(&self->fs, "readdir_invalidations"));
+	ASSERT_EQ(1, lists(d, "z"));
+	ASSERT_EQ(0, unlink(p));
+	EXPECT_EQ(0, lists(d, "z"));
+	ASSERT_EQ(0, lists(d, "x2"));
+	ASSERT_EQ(0, rename(ahfs_m(&self->fs, p, "rc/x"),
+			    ahfs_m(&self->fs, q, "rc/x2")));
+	EXPECT_EQ(1, lists(d, "x2"));
+	EXPECT_EQ(0, lists(d, "x"));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, p, "rc/sub"), 0755));
+	EXPECT_EQ(1, lists(d, "sub"));
+	ASSERT_EQ(0, rmdir(p));
+	EXPECT_EQ(0, lists(d, "sub"));
+	EXPECT_EQ(22, count_entries(d));
+
+	/* Off again, or the entry cache off: the lower answers at once. */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+	ASSERT_EQ(0, unlink(ahfs_l(&self->fs, p, "rc/y")));
+	EXPECT_EQ(0, lists(d, "y"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	ASSERT_EQ(21, count_entries(d));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "0"));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_l(&self->fs, p, "rc/w"), 0));
+	EXPECT_EQ(1, lists(d, "w"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+}
+
+/*
+ * Past the entry timeout the lower answers: a name created on the lower
+ * after a listing is seen once the timeout (50 ms) has run out, polled with
+ * a deadline, never before the listing's own timeout could end.
+ */
+TEST_F(attr, readdir_cache_times_out)
+{
+	char d[PATH_MAX], p[PATH_MAX];
+	struct timespec t0, t1;
+	int seen = 0, i;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, d, "rt"), 0755));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "50"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &t0));
+	ASSERT_EQ(0, count_entries(d));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_l(&self->fs, p, "rt/late"), 0));
+	for (i = 0; i < 1000 && !seen; i++) {
+		seen = lists(d, "late");
+		ASSERT_LE(0, seen);
+		if (!seen)
+			usleep(10000);
+	}
+	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &t1));
+	EXPECT_EQ(1, seen);
+	/* Not before the timeout could have run out (a jiffy's slack). */
+	if (!ahfs_stat(&self->fs, "readdir_cache_hits"))
+		TH_LOG("listed from the lower only: the host was slower than 50 ms");
+	else
+		EXPECT_LE(40, (t1.tv_sec - t0.tv_sec) * 1000 +
+			  (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+}
+
+/* One pass of @path: names in order, and telldir() after each. */
+static int walk(const char *path, char names[][16], long *pos, int max)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (n < max && (de = readdir(d))) {
+		snprintf(names[n], 16, "%.15s", de->d_name);
+		pos[n++] = telldir(d);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * One getdents64 call of at most 256 bytes on @fd; each name must be the
+ * next of @ref (from *@got on).  The bytes read, 0 at the end, or -1 on a
+ * mismatch.
+ */
+static int small_getdents(int fd, char ref[][16], int n, int *got)
+{
+	char buf[1024] __attribute__((aligned(8)));
+	int len, off;
+
+	len = syscall(SYS_getdents64, fd, buf, 256);
+	for (off = 0; len > 0 && off < len;) {
+		struct dirent64 *de = (struct dirent64 *)(buf + off);
+
+		if (*got >= n || strcmp(ref[*got], de->d_name))
+			return -1;
+		(*got)++;
+		off += de->d_reclen;
+	}
+	return len;
+}
+
+/*
+ * A listing from the readdir cache is the lower's: the same names in the
+ * same order with the same offsets, and seekdir() to an offset a listing
+ * gave resumes there, from the cache or from the lower; two streams of one
+ * directory read in turn each see the whole directory.
+ */
+TEST_F(attr, readdir_cache_positions)
+{
+	static char ref[300][16], got[300][16];
+	long rpos[300], gpos[300];
+	char d[PATH_MAX], p[PATH_MAX], name[32];
+	int n, i, k, fd[2], got1, got2, r1, r2;
+	long long hits;
+	struct dirent *de1;
+	DIR *s1;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, d, "rp"), 0755));
+	for (i = 0; i < 250; i++) {
+		snprintf(name, sizeof(name), "rp/entry-%d", i);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, p, name), 0));
+	}
+	n = walk(d, ref, rpos, 300);
+	ASSERT_EQ(252, n);
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "600000"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	for (k = 0; k < 2; k++) {	/* filled, then from the cache */
+		ASSERT_EQ(n, walk(d, got, gpos, 300));
+		for (i = 0; i < n; i++) {
+			EXPECT_STREQ(ref[i], got[i]);
+			EXPECT_EQ(rpos[i], gpos[i]);
+		}
+	}
+	EXPECT_LT(0, ahfs_stat(&self->fs, "readdir_cache_hits"));
+
+	/* seekdir() into the middle, from the cache. */
+	s1 = opendir(d);
+	ASSERT_NE(NULL, s1);
+	seekdir(s1, rpos[99]);
+	for (i = 100; i < n; i++) {
+		de1 = readdir(s1);
+		ASSERT_NE(NULL, de1);
+		EXPECT_STREQ(ref[i], de1->d_name);
+	}
+	EXPECT_EQ(NULL, readdir(s1));
+	closedir(s1);
+	/*
+	 * Two descriptors read in turn, a few entries per getdents call,
+	 * the cache turned off half-way: each goes on from the lower where
+	 * the cache left it.
+	 */
+	fd[0] = open(d, O_RDONLY | O_DIRECTORY);
+	fd[1] = open(d, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd[0]);
+	ASSERT_LE(0, fd[1]);
+	got1 = got2 = 0;
+	for (k = 0; k < 1000; k++) {
+		if (k == 10)
+			ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+		r1 = small_getdents(fd[0], ref, n, &got1);
+		r2 = small_getdents(fd[1], ref, n, &got2);
+		ASSERT_LE(0, r1);
+		ASSERT_LE(0, r2);
+		if (!r1 && !r2)
+			break;
+	}
+	EXPECT_EQ(n, got1);
+	EXPECT_EQ(n, got2);
+	close(fd[1]);
+	/* A listing kept from many small calls is whole. */
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	ASSERT_EQ(0, lseek(fd[0], 0, SEEK_SET));
+	got1 = 0;
+	while ((r1 = small_getdents(fd[0], ref, n, &got1)) > 0)
+		;
+	ASSERT_EQ(0, r1);
+	EXPECT_EQ(n, got1);
+	close(fd[0]);
+	hits = ahfs_stat(&self->fs, "readdir_cache_hits");
+	ASSERT_EQ(n, walk(d, got, gpos, 300));
+	for (i = 0; i < n; i++)
+		EXPECT_STREQ(ref[i], got[i]);
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "readdir_cache_hits"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
 }
 
 #define NOBODY	65534

@@ -270,12 +270,16 @@ m.close()
 ' "$upper/w" 2>&1)
 	check "a stat over NFS while a shared mapping is written is a fresh one" \
 		"$(stat -c "$fmt" "$cli/w")" "$a"
-	# Readdir priming: ls -l of 300 files the client has never looked up.
+	# Readdir priming: ls -l of files the client has never looked up.
 	# With the entry cache off, each name costs the client LOOKUPs or GETATTRs
 	# (noac); with entry_timeout_ms on, the listing's READDIRPLUS brings
 	# every entry's attributes, aheadfs stamps them into its dentries and
 	# inodes as it passes the entries up, and the stats that follow ask
-	# nothing more.  Either way the listing is the client's own.
+	# nothing more.  Either way the listing is the client's own.  1500
+	# files are several of the client's batches: past the first, it reads
+	# with READDIRPLUS only because aheadfs read the directory ahead.  The
+	# calls left are the directory's own: its LOOKUP and ACCESS, and a
+	# GETATTR for each of the client's readdir calls (noac).
 	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls
 		local l0 g0 a0 r0 p0
 		l0=$(nfs_ops LOOKUP) g0=$(nfs_ops GETATTR) a0=$(nfs_ops ACCESS)
@@ -285,9 +289,8 @@ m.close()
 		primed=$(($(ustat entries_primed) - p0))
 		echo "# ls -l of ${1##*/}: $(($(nfs_ops READDIR) - r0)) READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
 	}
-	for d in many0 many1; do
-		mkdir "$lower/$d" && (cd "$lower/$d" && seq -f 'f%g' 300 | xargs touch)
-	done
+	mkdir "$lower/many0" && (cd "$lower/many0" && seq -f 'f%g' 300 | xargs touch)
+	mkdir "$lower/many1" && (cd "$lower/many1" && seq -f 'f%g' 1500 | xargs touch)
 	echo 0 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	lsl "$upper/many0"
 	off=$calls offprimed=$primed
@@ -297,13 +300,35 @@ m.close()
 	lsl "$upper/many1"
 	check "with readdir priming, ls -l through aheadfs over NFS is the client's" \
 		"$(ls -ln --full-time "$cli/many1")" "$listing"
-	if [ "$off" -ge 300 ] && [ "$offprimed" = 0 ] && [ "$primed" -ge 300 ] &&
-	   [ "$calls" -le 10 ]; then
-		ok "readdir priming: ls -l of 300 files over NFS costs the listing's calls, not one per file"
+	if [ "$off" -ge 300 ] && [ "$offprimed" = 0 ] && [ "$primed" -ge 1500 ] &&
+	   [ "$calls" -le 20 ]; then
+		ok "readdir priming: ls -l of 1500 files over NFS costs the listing's calls, not one per file"
 	else
-		nok "readdir priming: ls -l of 300 files over NFS costs the listing's calls, not one per file" \
-			"entry cache off: $off calls, $offprimed primed; on: $calls calls, $primed primed (want 300 or more calls off, none primed; 300 or more primed and at most 10 calls on)"
+		nok "readdir priming: ls -l of 1500 files over NFS costs the listing's calls, not one per file" \
+			"entry cache off, 300 files: $off calls, $offprimed primed; on, 1500 files: $calls calls, $primed primed (want 300 or more calls off, none primed; 1500 or more primed and at most 20 calls on)"
 	fi
+	# The readdir cache (readdir_cache=1, within entry_timeout_ms): a
+	# repeated listing asks the client nothing (under noac each of the
+	# client's readdir calls sends a GETATTR of the directory), a name the
+	# server adds is not listed within the timeout, and is at once with the
+	# cache off.  The timeout is the longest there is for these checks, so
+	# that no host is slow enough for it to run out between them.
+	echo 3600000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	echo 1 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	ls -f "$upper/many1" >/dev/null
+	r0=$(nfs_ops READDIR) g0=$(nfs_ops GETATTR) h0=$(ustat readdir_cache_hits)
+	n1=$(ls -f "$upper/many1" | wc -l)
+	check "with the readdir cache, a repeated listing over NFS asks the client nothing (READDIR, GETATTR, entries)" \
+		"0 0 1502" "$(($(nfs_ops READDIR) - r0)) $(($(nfs_ops GETATTR) - g0)) $n1"
+	check "with the readdir cache, the repeated listing is answered from it" \
+		1 "$(($(ustat readdir_cache_hits) > h0))"
+	touch "$lower/many1/late"
+	check "with the readdir cache, a name the server adds is not listed within the timeout" \
+		0 "$(ls -f "$upper/many1" | grep -cx late)"
+	echo 0 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	check "with the readdir cache off, the name the server added is listed at once" \
+		1 "$(ls -f "$upper/many1" | grep -cx late)"
+	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	# Negative entries follow negative_timeout_ms, not entry_timeout_ms: off
 	# (the default), a name created on the server is seen at once even with
 	# the entry cache on; on, a name looked up and missing stays missing

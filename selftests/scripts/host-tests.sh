@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# host-tests.sh: make check KERNEL=IMAGE KDIR=DIR and scripts/vm-run
-# --kernel-image on the host, with no guest and no build; TAP on stdout.
+# host-tests.sh: make check KERNEL=IMAGE KDIR=DIR, scripts/vm-run
+# --kernel-image and the benchmarks' argument checks on the host, with no
+# guest and no build; TAP on stdout.
 # scripts/check runs with AHEADFS_CHECK_PLAN=1 (it stops after its checks of
 # KERNEL= and KDIR=, before the set-up, builds or guests): each error exits
 # 2 with a message that says what is wrong, a good pair plans that one
@@ -242,6 +243,11 @@ if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/k
 else
 	fail "scripts/check KERNEL= KDIR=: results under the release $rel" "$(ls "$s/build/results")"
 fi
+
+# The benchmarks' own arguments, refused before anything needs root.
+expect "bench/meta.sh: an unknown BENCH_META_CASES case is refused" 1 \
+	"BENCH_META_CASES: unknown case 'bogus'" \
+	env BENCH_META_CASES="local bogus" bash "$top/bench/meta.sh"
 
 echo "1..$n"
 exit $failed
