@@ -29,10 +29,12 @@
 # $BENCH_META_ROUNDS rounds (default 3) interleave the layers (the order
 # alternates per round); a row is the median round, with the lowest and
 # highest.  Target: aheadfs/lower >= 0.97 for every op and process count.
-# With BENCH_META_TRACE=1, `bpf/aheadtrace hist -o unlink,lookup,readdir`
-# runs during the aheadfs rounds and its final histograms go to
-# build/bench/meta-<release>-hist.txt; the tracer changes the rates it
-# measures, so such a run writes no JSON (its table is printed only).
+# With BENCH_META_TRACE=1, only aheadfs's rounds run, with
+# `bpf/aheadtrace hist -o unlink,lookup,readdir` (aheadfs's operations) and
+# `bpf/aheadtrace vfs -d MNT -d XFS` (the VFS calls on both layers: on the
+# xfs, exactly those aheadfs sent down) beside them; their final
+# histograms go to build/bench/meta-<release>-hist.txt.  The tracers
+# change the rates they measure, so such a run writes no JSON.
 #
 # (b) `ls -l` of $BENCH_META_FILES files (default 26000) in one directory on
 # an NFS 4.2 client mount with noac, of an export of xfs (the same RAM
@@ -111,11 +113,38 @@ mountpoint -q "$work" && die "$work is already mounted: another run?"
 
 mkdir -p "$out" "$work"
 mount -t tmpfs -o size=64M bench "$work"
-pids= tracer= tjob= nfsd_up=
+pids= tracers= tjobs= nfsd_up=
+# tracer_start NAME VERB ARGS...: bpf/aheadtrace VERB ARGS in the
+# background, its output in $work/NAME.txt; returns once it says
+# "Tracing ..." on stderr (its programs are attached), or dies saying why
+# it ended.
+tracer_start() {
+	local name=$1 st
+	shift
+	mkfifo "$work/$name.ready"
+	{ bash -c 'echo $$ >"$1/$2.pid"; w=$1 n=$2; shift 2
+		exec "$@" 2>&1 >"$w/$n.txt"' _ "$work" "$name" "$top/bpf/aheadtrace" "$@" |
+	  { said=
+	    while IFS= read -r l; do
+		printf '%s\n' "$l" >>"$work/$name.err"
+		case $l in *Tracing*) [ -n "$said" ] || { said=1; echo ok >"$work/$name.ready"; } ;; esac
+	    done
+	    [ -n "$said" ] || echo eof >"$work/$name.ready"; }; } &
+	tjobs="$tjobs $!"
+	read -r st <"$work/$name.ready"
+	[ "$st" = ok ] || die "aheadtrace $1 did not start: $(cat "$work/$name.err")"
+	tracers="$tracers $(cat "$work/$name.pid")"
+}
+# Ctrl-C to each: it prints its final histograms and exits.
+tracer_stop() {
+	local p
+	for p in $tracers; do kill -INT "$p" 2>/dev/null; done
+	for p in $tjobs; do wait "$p"; done
+	tracers= tjobs=
+}
 cleanup() {
 	set +e
-	[ -z "$tracer" ] || kill -INT "$tracer" 2>/dev/null
-	[ -z "$tjob" ] || wait "$tjob"
+	tracer_stop
 	tc qdisc del dev lo root 2>/dev/null
 	umount "$work/ahnfs" 2>/dev/null
 	umount -f "$work/nfs" 2>/dev/null
@@ -383,29 +412,20 @@ unit() {
 case " $parts " in *" a "*)
 	mkdir -p "$xfs/lower" "$xfs/ah"
 	mount -t aheadfs "$xfs/ah" "$work/ahfs"
+	layers="lower aheadfs"
 	if [ "$trace" = 1 ]; then
 		mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
-		mkfifo "$work/ready"
-		# aheadtrace says "Tracing ..." on stderr once its programs are
-		# attached: the rounds start then (or it ended: say why).
-		{ bash -c 'echo $$ >"$1/tracer.pid"
-			exec "$2" hist -m "$1/ahfs" -o unlink,lookup,readdir 2>&1 >"$1/hist.txt"' \
-			_ "$work" "$top/bpf/aheadtrace" |
-		  { said=
-		    while IFS= read -r l; do
-			printf '%s\n' "$l" >>"$work/hist.err"
-			case $l in *Tracing*) [ -n "$said" ] || { said=1; echo ok >"$work/ready"; } ;; esac
-		    done
-		    [ -n "$said" ] || echo eof >"$work/ready"; }; } &
-		tjob=$!
-		read -r st <"$work/ready"
-		[ "$st" = ok ] || { tjob=; die "aheadtrace hist did not start: $(cat "$work/hist.err")"; }
-		tracer=$(cat "$work/tracer.pid")
+		tracer_start hist hist -m "$work/ahfs" -o unlink,lookup,readdir
+		tracer_start vfs vfs -d "$work/ahfs" -d "$xfs"
+		# Only aheadfs's rounds: the xfs device's VFS calls are then
+		# exactly what aheadfs sent down.
+		layers=aheadfs
 	fi
 	echo "# (a) $ops_files files per directory, procs $procs_list, $rounds rounds, xfs on $ramdev" >&2
 	for r in $(seq "$rounds"); do
 		for p in $procs_list; do
-			if [ $((r % 2)) = 1 ]; then order="lower aheadfs"; else order="aheadfs lower"; fi
+			order=$layers
+			[ $((r % 2)) = 1 ] || order=$(printf '%s\n' $layers | tac | xargs)
 			for layer in $order; do
 				case $layer in
 				lower) unit "$r" lower "$xfs/lower" "$p" ;;
@@ -415,13 +435,16 @@ case " $parts " in *" a "*)
 		done
 		echo "# (a) round $r of $rounds done" >&2
 	done
-	if [ -n "$tracer" ]; then
-		kill -INT "$tracer"
-		wait "$tjob" || true
-		tracer= tjob=
-		{ echo "# aheadtrace hist -m $work/ahfs -o unlink,lookup,readdir, kernel $rel, during part (a)"
-		  cat "$work/hist.txt"; } >"$out/meta-$rel-hist.txt"
-		[ ! -s "$work/hist.err" ] || sed 's/^/# aheadtrace: /' "$work/hist.err" >&2
+	if [ -n "$tracers" ]; then
+		tracer_stop
+		{ echo "# aheadtrace hist -m $work/ahfs -o unlink,lookup,readdir, kernel $rel, during part (a), aheadfs's rounds"
+		  cat "$work/hist.txt"
+		  echo
+		  echo "# aheadtrace vfs -d $work/ahfs -d $xfs ($(mountpoint -d "$work/ahfs") aheadfs, $(mountpoint -d "$xfs") xfs), the same rounds"
+		  cat "$work/vfs.txt"; } >"$out/meta-$rel-hist.txt"
+		for t in hist vfs; do
+			[ ! -s "$work/$t.err" ] || sed "s/^/# aheadtrace $t: /" "$work/$t.err" >&2
+		done
 	fi
 	umount "$work/ahfs"
 	;;
