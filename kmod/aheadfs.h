@@ -192,6 +192,7 @@ struct aheadfs_dir_cache;
 struct aheadfs_file_info {
 	struct file *lower;
 	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
+	bool set_random;		/* we set FMODE_RANDOM on the lower */
 	/* A directory's readdir cache being filled, or being read (cache.c). */
 	struct aheadfs_dir_cache *dir_fill;
 	loff_t dir_next;		/* where dir_fill's next call must start */
@@ -406,7 +407,7 @@ struct aheadfs_presence {
 
 void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr);
-int aheadfs_prefetch_open(struct file *file);
+void aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
 /* A request the window planned, for aheadfs_prefetch_done(). */
 struct aheadfs_pf_ticket {

@@ -122,16 +122,11 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 		file->f_mapping = lower->f_mapping;
 		file->f_wb_err = filemap_sample_wb_err(file->f_mapping);
 		aheadfs_copy_attr(inode);
-		err = aheadfs_prefetch_open(file);
-		if (err)
-			goto out_fput;
+		aheadfs_prefetch_open(file);
 	}
 	err = 0;
 	goto out;
 
-out_fput:
-	file->private_data = NULL;
-	fput(lower);
 out_free:
 	kfree(fi);
 out:

@@ -29,7 +29,6 @@ struct aheadfs_pf_state {
 	struct aheadfs_window w;
 	unsigned int cursor;		/* the worker's next stream */
 	bool dying;			/* release: submit nothing more */
-	bool set_random;		/* we set FMODE_RANDOM on the lower */
 	struct file *file;		/* ours; valid while @work may run */
 	struct work_struct work;
 	wait_queue_head_t submitted;	/* a chunk of a stream went out */
@@ -49,38 +48,62 @@ static void pf_work_fn(struct work_struct *work);
  * slow path of the story; `off` is then really off.  `kernel` gives the
  * lower its readahead back.
  */
-static void lower_readahead(struct file *lower, struct aheadfs_pf_state *pf,
-			    bool ours)
+static void lower_readahead(struct file *file, bool ours)
 {
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct file *lower = fi->lower;
 	bool random = READ_ONCE(lower->f_mode) & FMODE_RANDOM;
 
-	if (ours == random || (!ours && !pf->set_random))
+	if (ours == random || (!ours && !fi->set_random))
 		return;
 	spin_lock(&lower->f_lock);
 	if (ours)
 		lower->f_mode |= FMODE_RANDOM;
 	else
 		lower->f_mode &= ~FMODE_RANDOM;
+	fi->set_random = ours;
 	spin_unlock(&lower->f_lock);
-	pf->set_random = ours;
 }
 
-int aheadfs_prefetch_open(struct file *file)
+/*
+ * A file opened for reading: the lower's readahead follows the mode from
+ * the start (mmap and splice read the lower directly).  The streams come
+ * with the first read the window plans (pf_get()): an open and close, as
+ * a metadata load does them, allocates and cancels nothing.
+ */
+void aheadfs_prefetch_open(struct file *file)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	struct aheadfs_pf_state *pf;
 
-	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	lower_readahead(file,
+			READ_ONCE(sbi->prefetch_mode) != AHEADFS_PF_KERNEL);
+}
+
+/*
+ * The file's prefetch streams, made by its first read that needs them;
+ * concurrent first reads (pread(2) from threads) agree on one.  NULL with
+ * no memory: the read goes on without a window.
+ */
+static struct aheadfs_pf_state *pf_get(struct file *file, bool nowait)
+{
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_pf_state *pf = READ_ONCE(fi->pf), *old;
+
+	if (pf)
+		return pf;
+	pf = kzalloc(sizeof(*pf), nowait ? GFP_NOWAIT : GFP_KERNEL);
 	if (!pf)
-		return -ENOMEM;
+		return NULL;
 	spin_lock_init(&pf->lock);
 	pf->file = file;
 	INIT_WORK(&pf->work, pf_work_fn);
 	init_waitqueue_head(&pf->submitted);
-	AHEADFS_F(file)->pf = pf;
-	lower_readahead(aheadfs_lower_file(file), pf,
-			READ_ONCE(sbi->prefetch_mode) != AHEADFS_PF_KERNEL);
-	return 0;
+	old = cmpxchg(&fi->pf, NULL, pf);
+	if (old) {
+		kfree(pf);
+		return old;
+	}
+	return pf;
 }
 
 static void window_gauge(struct aheadfs_sb_info *sbi, s64 delta)
@@ -107,6 +130,7 @@ void aheadfs_prefetch_release(struct file *file)
 	u64 wasted;
 	s64 delta;
 
+	/* Never read through the window: nothing was made. */
 	if (!pf)
 		return;
 	/*
@@ -383,7 +407,7 @@ void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,
 			   const struct aheadfs_presence *pr)
 {
-	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
+	struct aheadfs_pf_state *pf = READ_ONCE(AHEADFS_F(file)->pf);
 	u64 t1;
 
 	if (!pf || !tk || !tk->t0 || !(pr->absent || pr->inflight))
@@ -418,19 +442,19 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 			      struct aheadfs_pf_ticket *tk)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
 	unsigned int mode = READ_ONCE(sbi->prefetch_mode);
 	struct file *lower = aheadfs_lower_file(file);
 	struct aheadfs_presence pr = {}, own = {};
+	struct aheadfs_pf_state *pf;
 	struct aheadfs_pf_plan plan;
 	struct aheadfs_pf_req rq;
 	loff_t isize;
 
 	if (tk)
 		*tk = (struct aheadfs_pf_ticket){ .stream = -1 };
-	if (!pf || !count || pos < 0)
+	if (!S_ISREG(file_inode(file)->i_mode) || !count || pos < 0)
 		return false;
-	lower_readahead(lower, pf, mode != AHEADFS_PF_KERNEL);
+	lower_readahead(file, mode != AHEADFS_PF_KERNEL);
 	if (mode != AHEADFS_PF_AHEAD && mode != AHEADFS_PF_LEGACY)
 		return false;
 	if (!can_prefetch(lower))
@@ -439,6 +463,9 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	isize = i_size_read(file_inode(lower));
 	/* Nothing to fetch past the end; nor a window sized by that part. */
 	if (pos >= isize)
+		return false;
+	pf = pf_get(file, nowait);
+	if (!pf)
 		return false;
 	rq = (struct aheadfs_pf_req){
 		.pos = pos,

@@ -345,7 +345,7 @@ static void lr_cleanup(struct __test_metadata *_metadata, struct lr *x)
 	if (x->fs.base[0])
 		sweep_mounts(x->fs.base);
 	if (x->dm[0])
-		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove %s >/dev/null 2>&1",
+		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove --retry %s >/dev/null 2>&1",
 			 x->dm);
 	x->dm[0] = 0;
 	if (x->loopdev[0])

@@ -814,7 +814,7 @@ FIXTURE_TEARDOWN(slow)
 	if (self->lower_mnt)
 		ahfs_run("umount '%s'", self->fs.lower);
 	if (self->dm[0])
-		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove %s", self->dm);
+		ahfs_run("DM_DISABLE_UDEV=1 dmsetup remove --retry %s", self->dm);
 	if (self->loopdev[0])
 		ahfs_run("losetup -d %s", self->loopdev);
 	ahfs_teardown(&self->fs);

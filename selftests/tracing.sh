@@ -63,7 +63,7 @@ cleanup() {
 	[ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer"
 	rm -rf "$pin" /sys/fs/bpf/aheadvfs
 	umount "$work/mnt3" "$work/mnt2" "$mnt" "$work/dmnt" "$work/dlower" 2>/dev/null
-	DM_DISABLE_UDEV=1 dmsetup remove ahtest-delay 2>/dev/null
+	DM_DISABLE_UDEV=1 dmsetup remove --retry ahtest-delay 2>/dev/null
 	[ -n "${dloop:-}" ] && losetup -d "$dloop" 2>/dev/null
 	rm -rf "$work"
 }
@@ -697,8 +697,18 @@ if [ -n "$heat_ok" ]; then
 	check "heatmap 1 2 prints a header and two rows" 4 "$(wc -l <"$log/heat-count.out")"
 fi
 umount "$work/dmnt" "$work/dlower" 2>/dev/null
-dmsetup remove ahtest-delay 2>/dev/null
-[ -n "${dloop:-}" ] && losetup -d "$dloop"
+# An open of the device by udev's blkid can make a first remove fail with
+# EBUSY; --retry waits it out.  Left behind, the loop device would keep
+# delay.img, and the scratch filesystem under it, busy.
+if [ -n "${dloop:-}" ]; then
+	if dmsetup remove --retry ahtest-delay 2>"$log/dm-remove.err" &&
+	   losetup -d "$dloop" 2>>"$log/dm-remove.err"; then
+		ok "the dm-delay device and its loop device are removed"
+	else
+		nok "the dm-delay device and its loop device are removed" \
+			"$(cat "$log/dm-remove.err")"
+	fi
+fi
 rm -f "$work/delay.img"
 
 # ---------------------------------------------------------------------
