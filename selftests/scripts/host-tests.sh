@@ -248,6 +248,48 @@ fi
 expect "bench/meta.sh: an unknown BENCH_META_CASES case is refused" 1 \
 	"BENCH_META_CASES: unknown case 'bogus'" \
 	env BENCH_META_CASES="local bogus" bash "$top/bench/meta.sh"
+expect "bench/meta.sh: an unknown BENCH_CLOCK is refused" 2 \
+	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
+	env BENCH_CLOCK=cycles bash "$top/bench/meta.sh"
+expect "bench/meta.sh: part (b) under BENCH_CLOCK=icount is refused" 1 \
+	"BENCH_CLOCK=icount runs part (a) only" \
+	env BENCH_CLOCK=icount BENCH_META_PARTS="a b" bash "$top/bench/meta.sh"
+expect "bench/tracing.sh: an unknown BENCH_CLOCK is refused" 1 \
+	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
+	env BENCH_CLOCK=cycles bash "$top/bench/tracing.sh"
+
+# scripts/bench-run's guest: BENCH_CLOCK=icount asks vm-run for an
+# instruction-counted, single-threaded TCG guest; wall time asks for neither.
+b=$tmp/bstub
+mkdir -p "$b/scripts" "$b/bench"
+cp "$top/scripts/bench-run" "$b/scripts/"
+cat >"$b/scripts/vm-run" <<'STUB'
+#!/bin/sh
+printf '%s\n' "$@" >>"$(dirname "$0")/../calls"
+STUB
+chmod +x "$b/scripts/vm-run"
+printf '#!/bin/sh\n# vm-run-opts: -numa node\n' >"$b/bench/x.sh"
+expect "bench-run: an unknown BENCH_CLOCK is refused" 2 \
+	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
+	env BENCH_CLOCK=cycles KERNELS=6.12 "$b/scripts/bench-run" x
+run env BENCH_CLOCK=icount KERNELS=6.12 "$b/scripts/bench-run" x
+if [ "$rc" = 0 ] && grep -qx -- "--qemu-opts" "$b/calls" &&
+   grep -qx -- "-numa node -icount shift=0,sleep=off" "$b/calls" &&
+   grep -qx -- "--tcg-single" "$b/calls" && grep -qx "BENCH_CLOCK=icount" "$b/calls" &&
+   grep -A1 -x -- "--cpus" "$b/calls" | grep -qx 1; then
+	pass "bench-run BENCH_CLOCK=icount: -icount shift=0,sleep=off, --tcg-single, one vCPU, BENCH_CLOCK reaches the guest"
+else
+	fail "bench-run BENCH_CLOCK=icount" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+run env -u BENCH_CLOCK KERNELS=6.12 "$b/scripts/bench-run" x
+if [ "$rc" = 0 ] && grep -qx -- "-numa node" "$b/calls" && ! grep -q -- "icount\|--tcg-single\|--cpus" "$b/calls"; then
+	pass "bench-run without BENCH_CLOCK: real time, the script's own options only"
+else
+	fail "bench-run without BENCH_CLOCK" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
 
 echo "1..$n"
 exit $failed
