@@ -50,6 +50,10 @@ ko=$top/build/kmod/$rel/aheadfs.ko
 work=/run/aheadfs-bench
 
 die() { echo "bench/prefetch: $*" >&2; exit 1; }
+# Its story is the disk's latency (dm-delay), which is idle time: an
+# instruction-counted clock (BENCH_CLOCK=icount, scripts/bench-run) skips it.
+[ "${BENCH_CLOCK:-wall}" = wall ] ||
+	die "BENCH_CLOCK=${BENCH_CLOCK}: this benchmark measures a disk's latency, which is idle time; run it with BENCH_CLOCK=wall"
 
 disk() {	# disk SERIAL: the /dev node of the virtio disk with that serial
 	local d
