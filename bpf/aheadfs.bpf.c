@@ -29,6 +29,18 @@ struct {
 	__type(value, struct at_hist);
 } ahead_hist SEC(".maps");
 
+/*
+ * The same for the one mount the loader selected (AT_CFG_HIST_OPS), by op:
+ * an array lookup the verifier inlines, where the hash above costs a hash
+ * of the key and a bucket walk on every operation.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AT_NR_META_OPS);
+	__type(key, __u32);
+	__type(value, struct at_hist);
+} ahead_ophist SEC(".maps");
+
 /* hist -P and -C: the same histograms per process or per comm. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -201,11 +213,11 @@ int BPF_KPROBE(at_file_remap, struct file *in)
 }
 
 /*
- * Every other operation ends in aheadfs_op_end(sb, op, inode, ...), which
+ * Every other operation ends in aheadfs_op_end_at(sb, op, inode, ...), which
  * fires the meta tracepoint: the inode's first alias names it, unless the
  * dentry a file operation recorded for it (a hard link's own) still holds.
  */
-SEC("kprobe/aheadfs_op_end")
+SEC("kprobe/aheadfs_op_end_at")
 int BPF_KPROBE(at_file_op, struct super_block *sb, int op, struct inode *inode)
 {
 	struct at_file_key key = {};
@@ -477,11 +489,12 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 			k.pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(k.comm, sizeof(k.comm));
 		at_hist_add_key(&ahead_phist, &k, a->latency_ns);
-	} else if (!(c->flags & AT_CFG_NO_HIST)) {
+	} else if (!(c->flags & (AT_CFG_NO_HIST | AT_CFG_HIST_OPS))) {
 		at_hist_add(&ahead_hist, dev, op, a->latency_ns);
 	}
 	/* Reads and copies are logged from their own, richer tracepoints. */
-	if (op == AT_OP_read || op == AT_OP_copy || op == AT_OP_remap)
+	if ((c->flags & AT_CFG_NO_OPLOG) || op == AT_OP_read ||
+	    op == AT_OP_copy || op == AT_OP_remap)
 		return 0;
 	e = event_start(c, a->latency_ns, true);
 	if (!e)
@@ -493,5 +506,27 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 	e->ret = a->ret;
 	put_name(c, e, dev, a->ino);
 	event_submit(c, e);
+	return 0;
+}
+
+/*
+ * The histograms of one mount by op (AT_CFG_HIST_OPS, with dev): what every
+ * traced operation pays under "aheadtrace hist -m", so a program of its own
+ * that does nothing else.  at_meta leaves these to it.
+ */
+SEC("raw_tp/aheadfs_meta")
+int at_meta_ops(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct at_meta_args *a = (const void *)ctx->args;
+	struct at_config *c = at_cfg();
+	__u32 op = a->op;
+	struct at_hist *h;
+
+	if (!c || !(c->flags & AT_CFG_HIST_OPS) || c->dev != a->dev ||
+	    (c->ops_mask && !((c->ops_mask >> (op & 63)) & 1)))
+		return 0;
+	h = bpf_map_lookup_elem(&ahead_ophist, &op);
+	if (h)
+		at_hist_count(h, a->latency_ns);
 	return 0;
 }

@@ -637,6 +637,18 @@ static struct hist_entry *hist_find(const struct at_phist_key *k)
 	return &hists[nhists++];
 }
 
+/*
+ * hist and heatmap of one mount (-m) count in ahead_ophist, an array by
+ * op, which costs the traced operation less than the hash by (dev, op).
+ */
+static bool hist_by_op;
+
+/* ahead_ophist's histogram of @op; false when it counted nothing. */
+static bool ophist_read(int fd, __u32 op, struct at_hist *h)
+{
+	return !bpf_map_lookup_elem(fd, &op, h) && h->count;
+}
+
 /* @per: the map is keyed by struct at_phist_key, not struct at_hist_key. */
 static int hist_read(int fd, bool per)
 {
@@ -646,8 +658,25 @@ static int hist_read(int fd, bool per)
 	} key, next;
 	struct at_phist_key full;
 	struct hist_entry *h;
+	struct at_hist cur;
 	void *prev = NULL;
+	__u32 op;
 
+	if (hist_by_op) {
+		for (op = 0; op < AT_NR_META_OPS; op++) {
+			if (!ophist_read(fd, op, &cur))
+				continue;
+			memset(&full, 0, sizeof(full));
+			full.dev = env.dev;
+			full.op = op;
+			h = hist_find(&full);
+			if (!h)
+				break;
+			h->cur = cur;
+		}
+		qsort(hists, nhists, sizeof(hists[0]), key_cmp);
+		return 0;
+	}
 	memset(&next, 0, sizeof(next));
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
@@ -1519,7 +1548,19 @@ static void heat_read(int fd, __u64 *slots)
 	struct at_hist h;
 	int s;
 
+	__u32 op;
+
 	memset(slots, 0, AT_HIST_SLOTS * sizeof(*slots));
+	if (hist_by_op) {
+		for (op = 0; op < AT_NR_META_OPS; op++) {
+			if (!(env.ops_mask & (1ULL << op)) ||
+			    !ophist_read(fd, op, &h))
+				continue;
+			for (s = 0; s < AT_HIST_SLOTS; s++)
+				slots[s] += h.slots[s];
+		}
+		return;
+	}
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
@@ -1813,6 +1854,12 @@ static int run_aheadfs(void)
 			cfg.flags |= AT_CFG_HIST_PID;
 		else if (env.per_comm)
 			cfg.flags |= AT_CFG_HIST_COMM;
+		else if (env.dev)
+			cfg.flags |= AT_CFG_HIST_OPS;
+		hist_by_op = cfg.flags & AT_CFG_HIST_OPS;
+		/* By op, at_meta_ops counts alone; at_meta has nothing to do. */
+		bpf_program__set_autoload(skel->progs.at_meta, !hist_by_op);
+		bpf_program__set_autoload(skel->progs.at_meta_ops, hist_by_op);
 		bpf_program__set_autoload(skel->progs.at_read, false);
 		bpf_program__set_autoload(skel->progs.at_prefetch, false);
 		bpf_program__set_autoload(skel->progs.at_copy, false);
@@ -1821,9 +1868,11 @@ static int run_aheadfs(void)
 		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_HIST;
 		bpf_program__set_autoload(skel->progs.at_copy, false);
 		bpf_program__set_autoload(skel->progs.at_meta, false);
+		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
 		break;
 	default:
 		cfg.flags = AT_CFG_NO_HIST | AT_CFG_NO_FILES;
+		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
 		if (env.paths)
 			cfg.flags |= AT_CFG_PATHS;
 		break;
@@ -1852,6 +1901,7 @@ static int run_aheadfs(void)
 	attach(skel->progs.at_prefetch, true);
 	attach(skel->progs.at_copy, true);
 	attach(skel->progs.at_meta, true);
+	attach(skel->progs.at_meta_ops, true);
 	/* Without a name the log is still the log. */
 	attach(skel->progs.at_file_read, false);
 	attach(skel->progs.at_file_copy, false);
@@ -1865,12 +1915,15 @@ static int run_aheadfs(void)
 			periodic(bpf_map__fd(skel->maps.ahead_phist), false,
 				 false, true);
 		else
-			periodic(bpf_map__fd(skel->maps.ahead_hist), false,
+			periodic(bpf_map__fd(hist_by_op ?
+					     skel->maps.ahead_ophist :
+					     skel->maps.ahead_hist), false,
 				 false, false);
 		break;
 	case V_HEATMAP:
 		announce("aheadfs latency for a heatmap");
-		heatmap(bpf_map__fd(skel->maps.ahead_hist));
+		heatmap(bpf_map__fd(hist_by_op ? skel->maps.ahead_ophist :
+				    skel->maps.ahead_hist));
 		break;
 	case V_PREFETCH:
 		mounts_fd = bpf_map__fd(skel->maps.ahead_mounts);

@@ -188,6 +188,7 @@ struct at_config {
 #define AT_CFG_PATHS		(1U << 4)	/* oplog: path from the mount's root */
 #define AT_CFG_HIST_PID		(1U << 5)	/* hist into ahead_phist by pid */
 #define AT_CFG_HIST_COMM	(1U << 6)	/* hist into ahead_phist by comm */
+#define AT_CFG_HIST_OPS		(1U << 7)	/* hist into ahead_ophist: dev set */
 
 /* vfs_config (array, one entry): 0 traces every device, 1 only vfs_devs. */
 struct at_vfs_config {

@@ -33,12 +33,23 @@ static __always_inline __u32 at_log2(__u64 v)
 	return r;
 }
 
-/* Count one operation of @ns nanoseconds in the histogram at @key. */
+/* Count one operation of @ns nanoseconds in @h. */
+static __always_inline void at_hist_count(struct at_hist *h, __u64 ns)
+{
+	__u32 slot = at_log2(ns);
+
+	if (slot >= AT_HIST_SLOTS)
+		slot = AT_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[slot], 1);
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+}
+
+/* The same in the histogram at @key of a hash, made on first use. */
 static __always_inline void at_hist_add_key(void *map, const void *key,
 					    __u64 ns)
 {
 	struct at_hist *h;
-	__u32 slot;
 
 	h = bpf_map_lookup_elem(map, key);
 	if (!h) {
@@ -51,12 +62,7 @@ static __always_inline void at_hist_add_key(void *map, const void *key,
 		if (!h)
 			return;
 	}
-	slot = at_log2(ns);
-	if (slot >= AT_HIST_SLOTS)
-		slot = AT_HIST_SLOTS - 1;
-	__sync_fetch_and_add(&h->slots[slot], 1);
-	__sync_fetch_and_add(&h->count, 1);
-	__sync_fetch_and_add(&h->sum_ns, ns);
+	at_hist_count(h, ns);
 }
 
 /* The same in a (dev, op) histogram. */

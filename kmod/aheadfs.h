@@ -297,10 +297,19 @@ u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx);
  * Operation accounting: aheadfs_op_begin() returns a start time only when
  * the aheadfs_meta tracepoint is on, so a disabled tracepoint costs one
  * static branch; aheadfs_op_end() counts the op and emits the event.
+ * aheadfs_op_end_at() takes the end time from a caller that has read the
+ * clock already (0 when @t0 is 0): a traced read reads it once per end.
  */
 u64 aheadfs_op_begin(void);
-void aheadfs_op_end(struct super_block *sb, enum aheadfs_meta_op op,
-		    const struct inode *inode, u64 t0, long ret);
+void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
+		       const struct inode *inode, u64 t0, u64 t1, long ret);
+
+static inline void aheadfs_op_end(struct super_block *sb,
+				  enum aheadfs_meta_op op,
+				  const struct inode *inode, u64 t0, long ret)
+{
+	aheadfs_op_end_at(sb, op, inode, t0, t0 ? ktime_get_ns() : 0, ret);
+}
 
 /* super.c */
 extern struct kmem_cache *aheadfs_inode_cachep;
@@ -418,7 +427,8 @@ struct aheadfs_pf_ticket {
 };
 
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait, struct aheadfs_presence *meter,
+			      bool nowait, u64 now,
+			      struct aheadfs_presence *meter,
 			      struct aheadfs_pf_ticket *tk);
 void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,

@@ -109,7 +109,7 @@ static void meter_txn(struct file *file_in, struct file *lin, loff_t pos,
 	/* As for reads: direct I/O bypasses the page cache. */
 	if (lin->f_flags & O_DIRECT)
 		return;
-	if (!aheadfs_prefetch_request(file_in, pos, n, false, pr, tk)) {
+	if (!aheadfs_prefetch_request(file_in, pos, n, false, 0, pr, tk)) {
 		isize = i_size_read(file_inode(lin));
 		if (pos >= isize)
 			return;

@@ -435,10 +435,13 @@ void aheadfs_prefetch_exit(void)
  * Plan the window for a read of [pos, pos + count) and have it submitted.
  * In ahead mode the request's own bytes are metered into @meter (if not
  * NULL) before its missing part is submitted, so that the counters say
- * what the window had ready; returns whether it metered them.
+ * what the window had ready; returns whether it metered them.  @now is the
+ * caller's ktime_get_ns() at the request's start if it has read it (a traced
+ * read), else 0.
  */
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
-			      bool nowait, struct aheadfs_presence *meter,
+			      bool nowait, u64 now,
+			      struct aheadfs_presence *meter,
 			      struct aheadfs_pf_ticket *tk)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
@@ -477,7 +480,7 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	};
 	if (!rq.legacy) {
 		rq.mem_room = mem_room(sbi);
-		rq.now = ktime_get_ns();
+		rq.now = now ?: ktime_get_ns();
 	}
 	spin_lock(&pf->lock);
 	aheadfs_window_plan(&pf->w, &rq, &plan);

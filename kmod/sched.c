@@ -101,7 +101,8 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	struct file *lower = aheadfs_lower_file(file);
 	u64 t0 = aheadfs_op_begin();
-	u64 tr = trace_aheadfs_read_enabled() ? ktime_get_ns() : 0;
+	/* One clock reading serves both tracepoints and the window. */
+	u64 tr = trace_aheadfs_read_enabled() ? (t0 ?: ktime_get_ns()) : 0;
 	struct aheadfs_presence pr = {};
 	struct aheadfs_pf_ticket tk = { .stream = -1 };
 	loff_t pos = iocb->ki_pos;
@@ -109,7 +110,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	/* Direct I/O bypasses the page cache: no prefetch, nothing to meter. */
 	bool cached = !(iocb->ki_flags & IOCB_DIRECT);
 	bool metered = false;
-	u64 txns = 0;
+	u64 txns = 0, t1;
 	ssize_t ret;
 
 	/*
@@ -120,7 +121,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	if (cached && !(iocb->ki_flags & IOCB_NOIO))
 		metered = aheadfs_prefetch_request(file, pos, count,
 						   iocb->ki_flags & IOCB_NOWAIT,
-						   &pr, &tk);
+						   t0 ?: tr, &pr, &tk);
 
 	if (is_sync_kiocb(iocb)) {
 		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi),
@@ -148,6 +149,16 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	 * with the window, which the blocking retry submits itself).  The
 	 * request is counted once, there; of this attempt only what it read.
 	 */
+	/*
+	 * One that read all it asked for waited for nothing: what its meter
+	 * saw missing was read in before it got there (by the worker, or the
+	 * lower's own readahead, on another CPU), so it counts as present.
+	 */
+	if ((iocb->ki_flags & IOCB_NOWAIT) && ret > 0 && (size_t)ret == count &&
+	    (pr.absent || pr.inflight))
+		pr = (struct aheadfs_presence){
+			.present = pr.present + pr.inflight + pr.absent,
+		};
 	if ((iocb->ki_flags & IOCB_NOWAIT) &&
 	    (ret == -EAGAIN || (ret > 0 && (size_t)ret < count && pr.absent))) {
 		if (ret > 0)
@@ -155,10 +166,11 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	} else {
 		account(sbi, ret, txns, &pr);
 	}
+	t1 = t0 || tr ? ktime_get_ns() : 0;
 	if (tr)
 		trace_aheadfs_read(inode->i_ino, pos, count, pr.present,
-				   pr.absent, ktime_get_ns() - tr, ret,
-				   sb->s_dev, READ_ONCE(sbi->prefetch_mode));
-	aheadfs_op_end(sb, AHEADFS_OP_read, inode, t0, ret);
+				   pr.absent, t1 - tr, ret, sb->s_dev,
+				   READ_ONCE(sbi->prefetch_mode));
+	aheadfs_op_end_at(sb, AHEADFS_OP_read, inode, t0, t1, ret);
 	return ret;
 }

@@ -34,13 +34,13 @@ u64 aheadfs_op_begin(void)
 	return trace_aheadfs_meta_enabled() ? ktime_get_ns() : 0;
 }
 
-void aheadfs_op_end(struct super_block *sb, enum aheadfs_meta_op op,
-		    const struct inode *inode, u64 t0, long ret)
+void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
+		       const struct inode *inode, u64 t0, u64 t1, long ret)
 {
 	this_cpu_inc(AHEADFS_SB(sb)->stats->ops[op]);
 	if (t0)
-		trace_aheadfs_meta(inode ? inode->i_ino : 0,
-				   ktime_get_ns() - t0, ret, sb->s_dev, op);
+		trace_aheadfs_meta(inode ? inode->i_ino : 0, t1 - t0, ret,
+				   sb->s_dev, op);
 }
 
 u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx)

@@ -300,6 +300,18 @@ if start_tracer hist hist -m "$mnt" -j; then
 else
 	nok "aheadtrace hist attaches"
 fi
+# Without -m every mount is counted, by (device, op) in ahead_hist, where -m
+# counts one mount by op in ahead_ophist: both give this mount's reads.
+majmin="$(stat -c %Hd "$mnt"):$(stat -c %Ld "$mnt")"
+if start_tracer hist-all hist -j; then
+	dd if="$mnt/big" of=/dev/null bs=4096 count=6 status=none
+	stop_tracer hist-all
+	check "hist without -m: this mount's 6 reads under its device" \
+		"$majmin 6" \
+		"$(jq -r 'select(.op == "read" and .dev == "'"$majmin"'") | "\(.dev) \(.count)"' "$log/hist-all.out")"
+else
+	nok "aheadtrace hist (every mount) attaches"
+fi
 if start_tracer hist-ops hist -m "$mnt" -o unlink,getattr -j; then
 	stat "$mnt/d/f1" >/dev/null
 	cat "$mnt/d/f1" >/dev/null
@@ -732,9 +744,9 @@ if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loada
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_prefetch at_read" \
+check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_meta_ops at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
-check "four raw tracepoint links attached" 4 \
+check "five raw tracepoint links attached" 5 \
 	"$("$bpftool" -j link show 2>/dev/null | jq '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length')"
 # Filter on this mount through the pinned config map (struct at_config).
 le32() { printf '%02x %02x %02x %02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
@@ -761,6 +773,18 @@ check "bpftool dump: the config map filters out another mount" "" \
 	"$(jq -r ".[] | (.formatted // .) | select(.key.dev == $kdev2) | .key.op" "$log/dump.json")"
 check "bpftool dump: keys are BTF-formatted" "dev op" \
 	"$(jq -r '.[0].formatted.key // .[0].key | keys_unsorted | join(" ")' "$log/dump.json")"
+# flags 128 (byte 24): this mount's histograms by op, in ahead_ophist, which
+# at_meta_ops fills and at_meta then leaves alone.
+"$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
+	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 20)) 80 00 00 00 00 00 00 00 \
+	2>"$log/update.err"
+check "config map update: flags 128" "" "$(cat "$log/update.err")"
+dd if="$mnt/big" of=/dev/null bs=4096 count=5 status=none
+"$bpftool" -j map dump pinned "$pin/ahead_ophist" >"$log/opdump.json" 2>&1
+"$bpftool" -j map dump pinned "$pin/ahead_hist" >"$log/dump.json" 2>&1
+check "bpftool dump, flags 128: ahead_ophist counts the 5 reads under op 29" 5 \
+	"$(jq -r '.[] | (.formatted // .) | select(.key == 29) | .value.count' "$log/opdump.json")"
+check "bpftool dump, flags 128: ahead_hist's reads stay at 7" 7 "$(bc 29 count)"
 rm -r "$pin"
 if wait_gone; then ok "removing the pins unloads everything"; else nok "removing the pins unloads everything" "$(ours)"; fi
 

@@ -126,6 +126,16 @@ kprobe: $(secs vfsk kprobe)
 kretprobe: $(secs vfsk kretprobe)"
 fi
 
+# at_log2() (bits.bpf.h), the histogram slot, against a bit-by-bit count.
+if ! cc -O2 -Wall -Wextra -Wno-unused-parameter -Wno-unused-function \
+	-o "$tmp/log2" "$here/tests/log2.c" 2>"$tmp/cc"; then
+	nok "at_log2: builds for the host" "$(cat "$tmp/cc")"
+elif "$tmp/log2" >"$tmp/log2.out"; then
+	ok "at_log2: the highest set bit of 0, every power of two and its neighbours, and 10^6 others"
+else
+	nok "at_log2: the highest set bit of every value" "$(head -5 "$tmp/log2.out")"
+fi
+
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
    grep -q -- '--prom FILE' "$tmp/help"; then ok "--help"; else nok "--help" "$(cat "$tmp/help")"; fi
