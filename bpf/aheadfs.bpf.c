@@ -2,9 +2,11 @@
 /*
  * aheadfs tracepoint programs: latency histograms per (device, op) or per
  * process, prefetch effectiveness per file and the operation log ring
- * buffer, with the file's name.  Raw tracepoints, and kprobes for the names,
- * so no module BTF is needed (6.1's module has none); runtime filters live
- * in the ahead_config map because bpftool cannot set .rodata.
+ * buffer, with the file's name.  Raw tracepoints only: the scalars are the
+ * arguments, the name is read from the dentry the tracepoint passes with
+ * CO-RE against vmlinux BTF, so no module BTF is needed (6.1's module has
+ * none); runtime filters live in the ahead_config map because bpftool
+ * cannot set .rodata.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -63,20 +65,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct at_mount_stats);
 } ahead_mounts SEC(".maps");
-
-/*
- * The tracepoints carry inode numbers only: the dentry an aheadfs entry
- * point was called with, per inode, recorded by the kprobes below just
- * before its tracepoint fires (and found again by the prefetch worker).
- * A stale pointer is harmless: it is read with probe reads and checked
- * against the inode before its name is used.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, AT_MAX_FILES);
-	__type(key, struct at_file_key);
-	__type(value, __u64);
-} ahead_dentry SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -153,10 +141,11 @@ event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
 static __always_inline void event_submit(const struct at_config *c,
 					 struct at_event *e)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 flags = BPF_RB_NO_WAKEUP, wake = c->wake_bytes;
 
-	if (bpf_ringbuf_query(&ahead_events, BPF_RB_AVAIL_DATA) >=
-	    bpf_ringbuf_query(&ahead_events, BPF_RB_RING_SIZE) / 4)
+	if (!wake)
+		wake = bpf_ringbuf_query(&ahead_events, BPF_RB_RING_SIZE) / 4;
+	if (bpf_ringbuf_query(&ahead_events, BPF_RB_AVAIL_DATA) >= wake)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 }
@@ -165,114 +154,35 @@ static __always_inline void event_submit(const struct at_config *c,
 
 static __always_inline bool names_wanted(const struct at_config *c)
 {
-	return c && !(c->flags & (AT_CFG_NO_OPLOG | AT_CFG_NO_NAMES));
-}
-
-static __always_inline void remember(struct dentry *d)
-{
-	struct at_config *c = at_cfg();
-	struct at_file_key key = {};
-	struct inode *inode;
-	__u64 v = (__u64)(unsigned long)d, *old;
-
-	if (!d || !names_wanted(c))
-		return;
-	inode = BPF_CORE_READ(d, d_inode);
-	if (!inode)
-		return;
-	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	key.ino = BPF_CORE_READ(inode, i_ino);
-	if (c->dev && c->dev != key.dev)
-		return;
-	/* Every read of a file passes here: update only what changed. */
-	old = bpf_map_lookup_elem(&ahead_dentry, &key);
-	if (old && *old == v)
-		return;
-	bpf_map_update_elem(&ahead_dentry, &key, &v, BPF_ANY);
-}
-
-SEC("kprobe/aheadfs_sched_read")
-int BPF_KPROBE(at_file_read, struct kiocb *iocb)
-{
-	remember(BPF_CORE_READ(iocb, ki_filp, f_path.dentry));
-	return 0;
-}
-
-SEC("kprobe/aheadfs_copy_file_range")
-int BPF_KPROBE(at_file_copy, struct file *in)
-{
-	remember(BPF_CORE_READ(in, f_path.dentry));
-	return 0;
-}
-
-SEC("kprobe/aheadfs_remap_file_range")
-int BPF_KPROBE(at_file_remap, struct file *in)
-{
-	remember(BPF_CORE_READ(in, f_path.dentry));
-	return 0;
-}
-
-/*
- * Every other operation ends in aheadfs_op_end_at(sb, op, inode, ...), which
- * fires the meta tracepoint: the inode's first alias names it, unless the
- * dentry a file operation recorded for it (a hard link's own) still holds.
- */
-SEC("kprobe/aheadfs_op_end_at")
-int BPF_KPROBE(at_file_op, struct super_block *sb, int op, struct inode *inode)
-{
-	struct at_file_key key = {};
-	struct hlist_node *first;
-	struct at_config *c;
-	__u64 *old;
-
-	/* A read's file was named by at_file_read just before. */
-	if (!inode || op == AT_OP_read)
-		return 0;
-	c = at_cfg();
-	if (!names_wanted(c))
-		return 0;
-	key.dev = BPF_CORE_READ(sb, s_dev);
-	key.ino = BPF_CORE_READ(inode, i_ino);
-	old = bpf_map_lookup_elem(&ahead_dentry, &key);
-	if (old) {
-		struct dentry *d = (struct dentry *)(unsigned long)*old;
-
-		if (BPF_CORE_READ(d, d_inode) == inode)
-			return 0;
-	}
-	first = BPF_CORE_READ(inode, i_dentry.first);
-	if (first)
-		remember((struct dentry *)((char *)first -
-			 bpf_core_field_offset(struct dentry, d_u.d_alias)));
-	return 0;
+	return !(c->flags & (AT_CFG_NO_OPLOG | AT_CFG_NO_NAMES));
 }
 
 /*
  * The event's name: the dentry's, and with AT_CFG_PATHS its parents' up to
- * the superblock's root (not included), leaf first.  bpf_d_path() would
- * be simpler but is allowed only in fentry/LSM programs on a list of
- * kernel functions, none of which is here; fentry on the module itself
- * needs module BTF, which 6.1 does not build.
+ * the superblock's root (not included), leaf first.  The tracepoint's caller
+ * holds @d, so it is the file's own name as the operation saw it; a rename
+ * racing with the walk can only garble the text (probe reads never fault).
+ * bpf_d_path() would be simpler but is allowed only in fentry/LSM programs
+ * on a list of kernel functions, none of which is here; fentry on the
+ * module itself needs module BTF, which 6.1 does not build.
  */
 static __always_inline void put_name(const struct at_config *c,
-				     struct at_event *e, __u32 dev, __u64 ino)
+				     struct at_event *e, struct dentry *d)
 {
-	struct at_file_key key = { .dev = dev, .ino = ino };
-	struct dentry *d, *root, *parent;
-	__u64 *v;
+	struct dentry *root, *parent;
 	__u32 off = 0;
 	long n;
 	int i;
 
-	if (!names_wanted(c))
+	if (!d || !names_wanted(c))
 		return;
-	v = bpf_map_lookup_elem(&ahead_dentry, &key);
-	if (!v)
+	if (!(c->flags & AT_CFG_PATHS)) {
+		n = bpf_probe_read_kernel_str(e->path, AT_NAME_MAX,
+					      BPF_CORE_READ(d, d_name.name));
+		if (n > 0)
+			e->depth = 1;
 		return;
-	d = (struct dentry *)(unsigned long)*v;
-	if (BPF_CORE_READ(d, d_inode, i_ino) != ino ||
-	    BPF_CORE_READ(d, d_sb, s_dev) != dev)
-		return;
+	}
 	root = BPF_CORE_READ(d, d_sb, s_root);
 	for (i = 0; i < AT_PATH_DEPTH; i++) {
 		if (off > AT_PATH_LEN - AT_NAME_MAX) {
@@ -286,12 +196,29 @@ static __always_inline void put_name(const struct at_config *c,
 		off += n;
 		e->depth++;
 		parent = BPF_CORE_READ(d, d_parent);
-		if (!(c->flags & AT_CFG_PATHS) || d == root || parent == d ||
-		    parent == root)
+		if (d == root || parent == d || parent == root)
 			return;
 		d = parent;
 	}
 	e->name_flags |= AT_NAME_TRUNC;
+}
+
+/*
+ * An operation given no dentry (->permission() has only the inode) is
+ * named by the inode's first alias: for a hard link, perhaps another
+ * link's name.
+ */
+static __always_inline struct dentry *alias_of(struct inode *inode)
+{
+	struct hlist_node *first;
+
+	if (!inode)
+		return NULL;
+	first = BPF_CORE_READ(inode, i_dentry.first);
+	if (!first)
+		return NULL;
+	return (struct dentry *)((char *)first -
+		bpf_core_field_offset(struct dentry, d_u.d_alias));
 }
 
 static __always_inline struct at_file_stats *file_stats(__u32 dev, __u64 ino)
@@ -381,7 +308,7 @@ int at_read(struct bpf_raw_tracepoint_args *ctx)
 	e->present = a->present;
 	e->absent = a->absent;
 	e->ret = a->ret;
-	put_name(c, e, dev, a->ino);
+	put_name(c, e, (struct dentry *)a->dentry);
 	event_submit(c, e);
 	return 0;
 }
@@ -439,7 +366,7 @@ int at_prefetch(struct bpf_raw_tracepoint_args *ctx)
 	e->pos = a->pos;
 	e->len = a->len;
 	e->window = a->window;
-	put_name(c, e, dev, a->ino);
+	put_name(c, e, (struct dentry *)a->dentry);
 	event_submit(c, e);
 	return 0;
 }
@@ -466,7 +393,7 @@ int at_copy(struct bpf_raw_tracepoint_args *ctx)
 	e->pos_out = a->pos_out;
 	e->len = a->len;
 	e->ret = a->ret;
-	put_name(c, e, dev, a->ino_in);
+	put_name(c, e, (struct dentry *)a->dentry_in);
 	event_submit(c, e);
 	return 0;
 }
@@ -504,7 +431,8 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 	e->dev = dev;
 	e->ino = a->ino;
 	e->ret = a->ret;
-	put_name(c, e, dev, a->ino);
+	put_name(c, e, a->dentry ? (struct dentry *)a->dentry :
+			 alias_of((struct inode *)a->inode));
 	event_submit(c, e);
 	return 0;
 }

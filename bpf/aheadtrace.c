@@ -26,6 +26,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "aheadtrace.h"
+#include "oplog_text.h"
 #include "aheadfs.skel.h"
 #include "vfs.skel.h"
 #include "vfsk.skel.h"
@@ -187,18 +188,25 @@ static __u32 kdev(dev_t d)
 	return (major(d) << 20) | minor(d);
 }
 
-static void fmt_dev(__u32 d, char *buf, size_t sz)
+/* MAJOR:MINOR of a kernel dev_t, made once per device, not per record. */
+static const char *dev_text(__u32 d)
 {
 	static __u32 last = ~0U;
 	static char text[32];
-	size_t n;
 
-	/* Once per device, not once per record. */
 	if (d != last) {
 		snprintf(text, sizeof(text), "%u:%u", d >> 20,
 			 d & ((1U << 20) - 1));
 		last = d;
 	}
+	return text;
+}
+
+static void fmt_dev(__u32 d, char *buf, size_t sz)
+{
+	const char *text = dev_text(d);
+	size_t n;
+
 	n = strlen(text);
 	if (n >= sz)
 		n = sz - 1;
@@ -1191,106 +1199,37 @@ static void event_name(const struct at_event *e, char *buf, size_t sz)
 }
 
 /*
- * The text line, built by hand into one buffer and written with one
- * fwrite: a printf per field costs the reader more than the record (the
- * consumer often shares its CPU), and the output is the same as
- * printf's "%-7d %-7u %-16s %-10s %-8s %-10llu %14lld %12llu ...".
+ * oplog's text output: lines built in place (oplog_text.h) in a buffer of
+ * our own, written out when it fills and at every poll; stdio's fwrite
+ * would copy each line once more.
  */
-struct line {
-	char *p;
-	char buf[AT_PATH_LEN * 2 + 512];
-};
+static char out_buf[1 << 16];
+static size_t out_len;
+static struct at_text text_cache;
 
-static void put_pad(struct line *l, int n)
+static void out_flush(void)
 {
-	while (n-- > 0)
-		*l->p++ = ' ';
-}
+	size_t off = 0;
 
-/* A string, left-justified in at least WIDTH columns. */
-static void put_str(struct line *l, const char *s, int width)
-{
-	size_t n = strlen(s);
+	while (off < out_len) {
+		ssize_t n = write(STDOUT_FILENO, out_buf + off, out_len - off);
 
-	memcpy(l->p, s, n);
-	l->p += n;
-	put_pad(l, width - (int)n);
-}
-
-/* A string, right-justified in at least WIDTH columns. */
-static void put_rstr(struct line *l, const char *s, int width)
-{
-	size_t n = strlen(s);
-
-	put_pad(l, width - (int)n);
-	memcpy(l->p, s, n);
-	l->p += n;
-}
-
-/* Decimal digits of V into the end of TMP[24]; returns the first. */
-static char *u64_digits(__u64 v, char *tmp)
-{
-	char *q = tmp + 23;
-
-	*q = '\0';
-	do {
-		*--q = '0' + v % 10;
-		v /= 10;
-	} while (v);
-	return q;
-}
-
-static char *s64_digits(__s64 v, char *tmp)
-{
-	char *q;
-
-	if (v >= 0)
-		return u64_digits(v, tmp);
-	q = u64_digits(-(__u64)v, tmp);
-	*--q = '-';
-	return q;
-}
-
-/*
- * The latency in ms with three decimals, as printf's "%.3f" of ns / 1e6
- * gives it: in integers, but for a tie (exactly 500 ns over a microsecond)
- * or a value a double cannot hold to the nanosecond.
- */
-static void fmt_ms(__u64 ns, char *buf, size_t sz)
-{
-	__u64 us = ns / 1000, rem = ns % 1000;
-	char tmp[24], *q;
-	size_t len;
-
-	if (rem == 500 || ns >= 1000000000000000ULL) {
-		snprintf(buf, sz, "%.3f", ns / 1e6);
-		return;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("cannot write the log: %s", n ? strerror(errno) : "short write");
+		off += n;
 	}
-	if (rem > 500)
-		us++;
-	/* "%llu.%03u", without printf's cost per record. */
-	q = u64_digits(us / 1000, tmp);
-	len = tmp + 23 - q;
-	if (len + 5 > sz)
-		len = 0;
-	memcpy(buf, q, len);
-	buf[len++] = '.';
-	buf[len++] = '0' + us % 1000 / 100;
-	buf[len++] = '0' + us % 100 / 10;
-	buf[len++] = '0' + us % 10;
-	buf[len] = '\0';
+	out_len = 0;
 }
 
 static void text_line(const struct at_event *e, const char *op,
-		      const char *dev, const char *name)
+		      const char *dev, const char *name, size_t name_max)
 {
-	static struct line l;
 	static time_t ts_sec = -1;
 	static char ts[16];
-	char tmp[24], lat[32], comm[AT_COMM_LEN];
-	const char *s;
+	char *end;
 
-	l.p = l.buf;
 	if (env.timestamp) {
 		__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
 		time_t t = ns / 1000000000;
@@ -1303,62 +1242,26 @@ static void text_line(const struct at_event *e, const char *op,
 			strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
 			ts_sec = t;
 		}
-		put_str(&l, ts, 8);
-		*l.p++ = ' ';
 	}
-	/* libbpf-tools print latencies in milliseconds (fsslower's LAT(ms)). */
-	if (e->kind == AT_KIND_PREFETCH)
-		strcpy(lat, "-");
-	else
-		fmt_ms(e->latency_ns, lat, sizeof(lat));
-	put_str(&l, s64_digits((__s32)e->pid, tmp), 7);
-	*l.p++ = ' ';
-	put_str(&l, u64_digits(e->tid, tmp), 7);
-	*l.p++ = ' ';
-	put_str(&l, comm_str(e->comm, comm), 16);
-	*l.p++ = ' ';
-	put_str(&l, op, 10);
-	*l.p++ = ' ';
-	put_str(&l, dev, 8);
-	*l.p++ = ' ';
-	put_str(&l, u64_digits(e->ino, tmp), 10);
-	*l.p++ = ' ';
-	put_rstr(&l, s64_digits(e->pos, tmp), 14);
-	*l.p++ = ' ';
-	put_rstr(&l, u64_digits(e->len, tmp), 12);
-	*l.p++ = ' ';
-	if (e->kind == AT_KIND_READ) {
-		put_rstr(&l, u64_digits(e->present, tmp), 12);
-		*l.p++ = ' ';
-		put_rstr(&l, u64_digits(e->absent, tmp), 12);
-	} else {
-		put_rstr(&l, "-", 12);
-		*l.p++ = ' ';
-		put_rstr(&l, "-", 12);
+	if (sizeof(out_buf) - out_len < AT_LINE_MAX)
+		out_flush();
+	end = at_text_line(&text_cache, out_buf + out_len, e, op, dev, name,
+			   name_max, env.timestamp ? ts : NULL);
+	out_len = end - out_buf;
+}
+
+static const char *op_of(const struct at_event *e)
+{
+	switch (e->kind) {
+	case AT_KIND_READ:
+		return "read";
+	case AT_KIND_PREFETCH:
+		return "prefetch";
+	case AT_KIND_COPY:
+		return e->op < 4 ? copy_names[e->op] : "copy";
+	default:
+		return op_name(e->op, false);
 	}
-	*l.p++ = ' ';
-	put_rstr(&l, lat, 10);
-	*l.p++ = ' ';
-	put_rstr(&l, e->kind == AT_KIND_PREFETCH ? "-" : s64_digits(e->ret, tmp), 6);
-	*l.p++ = ' ';
-	/* Text columns hold no spaces or control characters: they would shift. */
-	if (name[0]) {
-		for (s = name; *s; s++)
-			*l.p++ = (unsigned char)*s <= 0x20 || *s == 0x7f ? '?' : *s;
-	} else {
-		*l.p++ = '-';
-	}
-	if (e->kind == AT_KIND_PREFETCH) {
-		put_str(&l, " window=", 0);
-		put_str(&l, u64_digits(e->window, tmp), 0);
-	} else if (e->kind == AT_KIND_COPY) {
-		put_str(&l, " out=", 0);
-		put_str(&l, u64_digits(e->ino_out, tmp), 0);
-		*l.p++ = '@';
-		put_str(&l, s64_digits(e->pos_out, tmp), 0);
-	}
-	*l.p++ = '\n';
-	fwrite_unlocked(l.buf, 1, l.p - l.buf, stdout);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -1370,21 +1273,17 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	events++;
+	/*
+	 * A name alone, the usual case, is used where it lies: the program
+	 * ends it within AT_NAME_MAX bytes.
+	 */
+	if (!env.json && e->depth == 1 && !(e->name_flags & AT_NAME_TRUNC)) {
+		text_line(e, op_of(e), dev_text(e->dev), e->path, AT_NAME_MAX);
+		return 0;
+	}
 	fmt_dev(e->dev, dev, sizeof(dev));
 	event_name(e, name, sizeof(name));
-	switch (e->kind) {
-	case AT_KIND_READ:
-		op = "read";
-		break;
-	case AT_KIND_PREFETCH:
-		op = "prefetch";
-		break;
-	case AT_KIND_COPY:
-		op = e->op < 4 ? copy_names[e->op] : "copy";
-		break;
-	default:
-		op = op_name(e->op, false);
-	}
+	op = op_of(e);
 	if (env.json) {
 		printf("{\"type\":\"op\",\"ts_ns\":%llu,\"time\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
 		       (unsigned long long)e->ts_ns,
@@ -1430,7 +1329,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		printf("}\n");
 		return 0;
 	}
-	text_line(e, op, dev, name);
+	text_line(e, op, dev, name, sizeof(name));
 	return 0;
 }
 
@@ -1445,25 +1344,17 @@ static void detach_all(void)
 		bpf_link__destroy(links[--nlinks]);
 }
 
-static int attach(struct bpf_program *p, bool required)
+static void attach(struct bpf_program *p)
 {
 	struct bpf_link *l;
 
 	if (!bpf_program__autoload(p))
-		return 0;
+		return;
 	l = bpf_program__attach(p);
-	if (!l) {
-		int err = -errno;
-
-		if (required)
-			die("cannot attach %s: %s", bpf_program__section_name(p),
-			    strerror(-err));
-		fprintf(stderr, "aheadtrace: %s not traceable here (%s), skipped\n",
-			bpf_program__section_name(p), strerror(-err));
-		return err;
-	}
+	if (!l)
+		die("cannot attach %s: %s", bpf_program__section_name(p),
+		    strerror(errno));
 	links[nlinks++] = l;
-	return 0;
 }
 
 static void load_error(int err, const char *what)
@@ -1877,13 +1768,6 @@ static int run_aheadfs(void)
 			cfg.flags |= AT_CFG_PATHS;
 		break;
 	}
-	/* Only the operation log names files. */
-	if (env.verb != V_OPLOG) {
-		bpf_program__set_autoload(skel->progs.at_file_read, false);
-		bpf_program__set_autoload(skel->progs.at_file_copy, false);
-		bpf_program__set_autoload(skel->progs.at_file_remap, false);
-		bpf_program__set_autoload(skel->progs.at_file_op, false);
-	}
 	/* The other verbs log nothing: one page, the smallest ring buffer. */
 	if (bpf_map__set_max_entries(skel->maps.ahead_events,
 				     env.verb == V_OPLOG ?
@@ -1893,20 +1777,17 @@ static int run_aheadfs(void)
 	err = aheadfs_bpf__load(skel);
 	if (err)
 		load_error(err, "the aheadfs programs");
+	/* The reader is woken at a quarter of the ring: no query per record. */
+	cfg.wake_bytes = bpf_map__max_entries(skel->maps.ahead_events) / 4;
 	err = bpf_map_update_elem(bpf_map__fd(skel->maps.ahead_config), &zero,
 				  &cfg, BPF_ANY);
 	if (err)
 		die("cannot set the filters: %s", strerror(errno));
-	attach(skel->progs.at_read, true);
-	attach(skel->progs.at_prefetch, true);
-	attach(skel->progs.at_copy, true);
-	attach(skel->progs.at_meta, true);
-	attach(skel->progs.at_meta_ops, true);
-	/* Without a name the log is still the log. */
-	attach(skel->progs.at_file_read, false);
-	attach(skel->progs.at_file_copy, false);
-	attach(skel->progs.at_file_remap, false);
-	attach(skel->progs.at_file_op, false);
+	attach(skel->progs.at_read);
+	attach(skel->progs.at_prefetch);
+	attach(skel->progs.at_copy);
+	attach(skel->progs.at_meta);
+	attach(skel->progs.at_meta_ops);
 
 	switch (env.verb) {
 	case V_HIST:
@@ -1946,6 +1827,8 @@ static int run_aheadfs(void)
 			       "PID", "TID", "COMM", "OP", "DEV", "INO",
 			       "OFFSET", "SIZE", "PRESENT", "ABSENT",
 			       "LAT(ms)", "RET", env.paths ? "PATH" : "FILENAME");
+			/* The lines go through out_buf, after this. */
+			fflush(stdout);
 		}
 		announce("aheadfs operations");
 		while (!exiting) {
@@ -1960,11 +1843,13 @@ static int run_aheadfs(void)
 			err = ring_buffer__consume(rb);
 			if (err < 0)
 				die("ring buffer: %s", strerror(-err));
+			out_flush();
 			fflush(stdout);
 		}
 		/* Everything that fired before Ctrl-C is printed. */
 		detach_all();
 		ring_buffer__consume(rb);
+		out_flush();
 		fflush(stdout);
 		lost = lost_events(bpf_map__fd(skel->maps.ahead_lost), ncpu);
 		if (lost)

@@ -63,6 +63,8 @@ enum at_vfs_op {
 /*
  * Raw tracepoint arguments, one u64 per TP_PROTO argument in kmod/trace.h
  * (raw_tp programs see exactly this; 32-bit arguments are zero-extended).
+ * The last ones are kernel pointers (struct dentry, struct inode), valid
+ * while the program runs: the caller holds them.
  */
 struct at_read_args {
 	__u64 ino;
@@ -74,6 +76,7 @@ struct at_read_args {
 	__s64 ret;		/* bytes read or -errno */
 	__u64 dev;		/* kernel dev_t of the aheadfs superblock */
 	__u64 mode;		/* prefetch mode: 0 ahead, 1 legacy, 2 kernel, 3 off */
+	__u64 dentry;		/* struct dentry *: the file's */
 };
 
 struct at_prefetch_args {
@@ -82,6 +85,7 @@ struct at_prefetch_args {
 	__u64 len;
 	__u64 window;		/* bytes the window now holds ahead of the reader */
 	__u64 dev;
+	__u64 dentry;		/* struct dentry *: the file's */
 };
 
 struct at_window_args {
@@ -104,6 +108,7 @@ struct at_copy_args {
 	__u64 latency_ns;
 	__u64 dev;
 	__u64 method;		/* enum at_copy_method */
+	__u64 dentry_in;	/* struct dentry *: the source file's */
 };
 
 struct at_meta_args {
@@ -112,6 +117,8 @@ struct at_meta_args {
 	__s64 ret;
 	__u64 dev;
 	__u64 op;		/* enum at_meta_op */
+	__u64 inode;		/* struct inode *, or 0 */
+	__u64 dentry;		/* struct dentry * the caller had, or 0 */
 };
 
 /* Histogram maps (ahead_hist, vfs_hist): one entry per (device, op). */
@@ -178,7 +185,11 @@ struct at_config {
 	__u64 min_lat_ns;	/* oplog: only operations at least this slow */
 	__u64 ops_mask;		/* 0: every op; else bit (1 << op) selects op */
 	__u32 flags;		/* AT_CFG_* */
-	__u32 pad;
+	/*
+	 * oplog: wake the reader once this many bytes are unread (0: a
+	 * quarter of the ring, asked of the ring buffer per record).
+	 */
+	__u32 wake_bytes;
 };
 
 #define AT_CFG_NO_HIST		(1U << 0)

@@ -299,16 +299,22 @@ u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx);
  * static branch; aheadfs_op_end() counts the op and emits the event.
  * aheadfs_op_end_at() takes the end time from a caller that has read the
  * clock already (0 when @t0 is 0): a traced read reads it once per end.
+ * @dentry is the name the caller was given for @inode (NULL: none, as in
+ * ->permission()): the tracepoint passes it on, so that a BPF program
+ * names the file without probing aheadfs's functions.
  */
 u64 aheadfs_op_begin(void);
 void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
-		       const struct inode *inode, u64 t0, u64 t1, long ret);
+		       const struct inode *inode, const struct dentry *dentry,
+		       u64 t0, u64 t1, long ret);
 
 static inline void aheadfs_op_end(struct super_block *sb,
 				  enum aheadfs_meta_op op,
-				  const struct inode *inode, u64 t0, long ret)
+				  const struct inode *inode,
+				  const struct dentry *dentry, u64 t0, long ret)
 {
-	aheadfs_op_end_at(sb, op, inode, t0, t0 ? ktime_get_ns() : 0, ret);
+	aheadfs_op_end_at(sb, op, inode, dentry, t0, t0 ? ktime_get_ns() : 0,
+			  ret);
 }
 
 /* super.c */

@@ -37,7 +37,8 @@ static void copy_done(struct file *file_in, loff_t pos_in,
 	if (t0)
 		trace_aheadfs_copy(file_inode(file_in)->i_ino, pos_in, out->i_ino,
 				   pos_out, len, ret, ktime_get_ns() - t0,
-				   out->i_sb->s_dev, method);
+				   out->i_sb->s_dev, method,
+				   file_in->f_path.dentry);
 }
 
 /*
@@ -236,7 +237,8 @@ ssize_t aheadfs_copy_file_range(struct file *file_in, loff_t pos_in,
 	ret = copy_chunked(file_in, pos_in, file_out, pos_out, len);
 out:
 	copy_done(file_in, pos_in, file_out, pos_out, len, ret, tr, method);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_copy, inode, t0, ret);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_copy, inode,
+		       file_out->f_path.dentry, t0, ret);
 	return ret;
 }
 
@@ -273,9 +275,11 @@ loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
 					   inode->i_ino, pos_out, len, ret,
 					   ktime_get_ns() - tr,
 					   inode->i_sb->s_dev,
-					   AHEADFS_COPY_CLONE);
+					   AHEADFS_COPY_CLONE,
+					   file_in->f_path.dentry);
 	}
 out:
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_remap, inode, t0, ret);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_remap, inode,
+		       file_out->f_path.dentry, t0, ret);
 	return ret;
 }

@@ -138,8 +138,8 @@ out:
 	if (ret == 0)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_revalidate_fail);
 	if (!rcu)
-		aheadfs_op_end(sb, AHEADFS_OP_revalidate, d_inode(dentry), t0,
-			       ret);
+		aheadfs_op_end(sb, AHEADFS_OP_revalidate, d_inode(dentry),
+			       dentry, t0, ret);
 	return ret;
 }
 

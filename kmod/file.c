@@ -75,7 +75,8 @@ static ssize_t aheadfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	aheadfs_stat_inc(sbi, AHEADFS_STAT_write_reqs);
 	if (ret != -EIOCBQUEUED)
 		aheadfs_copy_attr_written(inode);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_write, inode, t0, ret);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_write, inode,
+		       file->f_path.dentry, t0, ret);
 	return ret;
 }
 
@@ -130,7 +131,8 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 out_free:
 	kfree(fi);
 out:
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 
@@ -144,7 +146,8 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 	aheadfs_dir_release(fi);
 	fput(fi->lower);
 	kfree(fi);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode, t0, 0);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode,
+		       file->f_path.dentry, t0, 0);
 	return 0;
 }
 
@@ -238,7 +241,8 @@ static int aheadfs_fsync(struct file *file, loff_t start, loff_t end,
 	int err;
 
 	err = vfs_fsync_range(aheadfs_lower_file(file), start, end, datasync);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fsync, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fsync, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 
@@ -258,7 +262,8 @@ static loff_t aheadfs_llseek(struct file *file, loff_t offset, int whence)
 	ret = vfs_llseek(lower, offset, whence);
 	file->f_pos = lower->f_pos;
 	inode_unlock(inode);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_llseek, inode, t0, ret);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_llseek, inode,
+		       file->f_path.dentry, t0, ret);
 	return ret;
 }
 
@@ -269,7 +274,8 @@ static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
 	int err;
 
 	err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 
@@ -282,7 +288,8 @@ static long aheadfs_fallocate(struct file *file, int mode, loff_t offset,
 
 	err = vfs_fallocate(aheadfs_lower_file(file), mode, offset, len);
 	aheadfs_copy_attr_written(inode);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fallocate, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fallocate, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 
@@ -295,7 +302,8 @@ static int aheadfs_fadvise(struct file *file, loff_t offset, loff_t len,
 	int err;
 
 	err = vfs_fadvise(aheadfs_lower_file(file), offset, len, advice);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fadvise, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fadvise, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 
@@ -309,7 +317,8 @@ static int aheadfs_iterate_shared(struct file *file, struct dir_context *ctx)
 	err = aheadfs_iterate_lower(file, lower, ctx);
 	file->f_pos = lower->f_pos;
 	aheadfs_copy_attr(inode);
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_readdir, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_readdir, inode,
+		       file->f_path.dentry, t0, err);
 	return err;
 }
 

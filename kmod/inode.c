@@ -175,7 +175,8 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	    READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms))
 		aheadfs_copy_attr(inode);
 out:
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode,
+		       NULL, t0, err);
 	return err;
 }
 
@@ -238,7 +239,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 out:
 	if (!err)
 		stat->dev = sb->s_dev;
-	aheadfs_op_end(sb, AHEADFS_OP_getattr, inode, t0, err);
+	aheadfs_op_end(sb, AHEADFS_OP_getattr, inode, dentry, t0, err);
 	return err;
 }
 
@@ -276,7 +277,8 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 		clear_bit(AHEADFS_I_BLOCKS, &AHEADFS_I(inode)->flags);
 	aheadfs_copy_attr(inode);
 out:
-	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_setattr, inode, t0, err);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_setattr, inode,
+		       dentry, t0, err);
 	return err;
 }
 
@@ -299,7 +301,8 @@ static const char *aheadfs_get_link(struct dentry *dentry,
 	} else {
 		link = ERR_PTR(-ENOENT);
 	}
-	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_readlink, inode, t0,
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_readlink, inode,
+		       dentry, t0,
 		       IS_ERR(link) ? PTR_ERR(link) : 0);
 	return link;
 }
@@ -316,7 +319,7 @@ static ssize_t aheadfs_listxattr(struct dentry *dentry, char *list,
 		dput(lower);
 	}
 	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_listxattr, d_inode(dentry),
-		       t0, ret);
+		       dentry, t0, ret);
 	return ret;
 }
 
@@ -334,8 +337,8 @@ static int aheadfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 		err = vfs_fileattr_get(lower, fa);
 		dput(lower);
 	}
-	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry), t0,
-		       err);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry),
+		       dentry, t0, err);
 	return err;
 }
 
@@ -356,8 +359,8 @@ static int aheadfs_fileattr_set(aheadfs_idmap_t *idmap,
 	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
 out:
-	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry), t0,
-		       err);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_ioctl, d_inode(dentry),
+		       dentry, t0, err);
 	return err;
 }
 
@@ -513,7 +516,8 @@ static int aheadfs_xattr_get(const struct xattr_handler *handler,
 				   buffer, size);
 		dput(lower);
 	}
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_getxattr, inode, t0, ret);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_getxattr, inode,
+		       dentry, t0, ret);
 	return ret;
 }
 
@@ -542,7 +546,8 @@ static int aheadfs_xattr_set(const struct xattr_handler *handler,
 	dput(lower);
 	aheadfs_copy_attr(inode);
 out:
-	aheadfs_op_end(inode->i_sb, AHEADFS_OP_setxattr, inode, t0, err);
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_setxattr, inode,
+		       dentry, t0, err);
 	return err;
 }
 

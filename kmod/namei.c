@@ -76,7 +76,7 @@ struct dentry *aheadfs_lookup(struct inode *dir, struct dentry *dentry,
 out_dput:
 	dput(lower_parent);
 out:
-	aheadfs_op_end(sb, AHEADFS_OP_lookup, inode, t0,
+	aheadfs_op_end(sb, AHEADFS_OP_lookup, inode, dentry, t0,
 		       IS_ERR(ret) ? PTR_ERR(ret) : 0);
 	return ret;
 }
@@ -197,7 +197,8 @@ static int make_object(struct inode *dir, struct dentry *dentry,
 out_drop:
 	aheadfs_drop_write(dir->i_sb);
 out:
-	aheadfs_op_end(dir->i_sb, obj->op, d_inode(dentry), t0, err);
+	aheadfs_op_end(dir->i_sb, obj->op, d_inode(dentry), dentry,
+		       t0, err);
 	return err;
 }
 
@@ -270,8 +271,8 @@ out_drop:
 out_dput:
 	dput(lower_old);
 out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_link, d_inode(old_dentry), t0,
-		       err);
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_link, d_inode(old_dentry),
+		       new_dentry, t0, err);
 	return err;
 }
 
@@ -320,7 +321,7 @@ out_drop:
 	aheadfs_drop_write(dir->i_sb);
 out:
 	aheadfs_op_end(dir->i_sb, isdir ? AHEADFS_OP_rmdir : AHEADFS_OP_unlink,
-		       inode, t0, err);
+		       inode, dentry, t0, err);
 	return err;
 }
 
@@ -403,7 +404,8 @@ out_dput:
 	dput(lower_new_parent);
 	dput(lower_old_parent);
 out:
-	aheadfs_op_end(sb, AHEADFS_OP_rename, d_inode(old_dentry), t0, err);
+	aheadfs_op_end(sb, AHEADFS_OP_rename, d_inode(old_dentry),
+		       old_dentry, t0, err);
 	return err;
 }
 
@@ -459,6 +461,7 @@ int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 out_fput:
 	fput(lower_file);
 out:
-	aheadfs_op_end(dir->i_sb, AHEADFS_OP_tmpfile, NULL, t0, err);
+	aheadfs_op_end(dir->i_sb, AHEADFS_OP_tmpfile, NULL, NULL, t0,
+		       err);
 	return err;
 }

@@ -35,12 +35,13 @@ u64 aheadfs_op_begin(void)
 }
 
 void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
-		       const struct inode *inode, u64 t0, u64 t1, long ret)
+		       const struct inode *inode, const struct dentry *dentry,
+		       u64 t0, u64 t1, long ret)
 {
 	this_cpu_inc(AHEADFS_SB(sb)->stats->ops[op]);
 	if (t0)
 		trace_aheadfs_meta(inode ? inode->i_ino : 0, t1 - t0, ret,
-				   sb->s_dev, op);
+				   sb->s_dev, op, inode, dentry);
 }
 
 u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx)
@@ -354,8 +355,8 @@ static int aheadfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	err = vfs_statfs(&lower, buf);
 	if (!err)
 		buf->f_type = AHEADFS_MAGIC;
-	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_statfs, d_inode(dentry), t0,
-		       err);
+	aheadfs_op_end(dentry->d_sb, AHEADFS_OP_statfs, d_inode(dentry),
+		       dentry, t0, err);
 	return err;
 }
 

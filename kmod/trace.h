@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * aheadfs tracepoints: the stable interface that bpf/ reads.  TP_PROTO takes
- * scalars only, so classic tracepoint programs need no module BTF, and each
- * record's layout (all fields naturally aligned, 64-bit first) is mirrored in
- * bpf/aheadtrace.h.  Change a field only together with that header and
- * Documentation/tracing.rst.
+ * scalars, then the file's dentry (and for aheadfs_meta its inode) last:
+ * the ftrace records hold the scalars only, and a raw tracepoint program
+ * reads the pointers as u64 arguments and the structures behind them with
+ * CO-RE against vmlinux BTF, so no program needs module BTF.  Each
+ * record's layout (all fields naturally aligned, 64-bit first) and the
+ * raw arguments are mirrored in bpf/aheadtrace.h.  Change an argument only
+ * together with that header and Documentation/tracing.rst; add one only at
+ * the end, where a program built for fewer still attaches.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM aheadfs
@@ -22,8 +26,10 @@
 
 TRACE_EVENT(aheadfs_read,
 	TP_PROTO(u64 ino, s64 pos, u64 len, u64 present, u64 absent,
-		 u64 latency_ns, s64 ret, u32 dev, u32 mode),
-	TP_ARGS(ino, pos, len, present, absent, latency_ns, ret, dev, mode),
+		 u64 latency_ns, s64 ret, u32 dev, u32 mode,
+		 const struct dentry *dentry),
+	TP_ARGS(ino, pos, len, present, absent, latency_ns, ret, dev, mode,
+		dentry),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(s64, pos)
@@ -54,8 +60,9 @@ TRACE_EVENT(aheadfs_read,
 );
 
 TRACE_EVENT(aheadfs_prefetch,
-	TP_PROTO(u64 ino, s64 pos, u64 len, u64 window, u32 dev),
-	TP_ARGS(ino, pos, len, window, dev),
+	TP_PROTO(u64 ino, s64 pos, u64 len, u64 window, u32 dev,
+		 const struct dentry *dentry),
+	TP_ARGS(ino, pos, len, window, dev, dentry),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(s64, pos)
@@ -109,9 +116,10 @@ TRACE_EVENT(aheadfs_window,
 
 TRACE_EVENT(aheadfs_copy,
 	TP_PROTO(u64 ino_in, s64 pos_in, u64 ino_out, s64 pos_out, u64 len,
-		 s64 ret, u64 latency_ns, u32 dev, u32 method),
+		 s64 ret, u64 latency_ns, u32 dev, u32 method,
+		 const struct dentry *dentry_in),
 	TP_ARGS(ino_in, pos_in, ino_out, pos_out, len, ret, latency_ns, dev,
-		method),
+		method, dentry_in),
 	TP_STRUCT__entry(
 		__field(u64, ino_in)
 		__field(s64, pos_in)
@@ -146,8 +154,9 @@ TRACE_EVENT(aheadfs_copy,
 );
 
 TRACE_EVENT(aheadfs_meta,
-	TP_PROTO(u64 ino, u64 latency_ns, s64 ret, u32 dev, u32 op),
-	TP_ARGS(ino, latency_ns, ret, dev, op),
+	TP_PROTO(u64 ino, u64 latency_ns, s64 ret, u32 dev, u32 op,
+		 const struct inode *inode, const struct dentry *dentry),
+	TP_ARGS(ino, latency_ns, ret, dev, op, inode, dentry),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(u64, latency_ns)

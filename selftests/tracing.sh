@@ -568,6 +568,31 @@ if start_tracer names-all oplog -T; then
 else
 	nok "names: aheadtrace oplog -T attaches"
 fi
+# Hard links, and names that do not exist: an operation is named by the
+# name it was called with (the tracepoint's dentry), not by the inode's
+# first link, and a lookup that found nothing still says what it sought.
+ln "$lower/alpha.dat" "$lower/alpha.link"
+drop_caches
+if start_tracer links oplog -m "$mnt" -j; then
+	reader ahtest-reader "$mnt/alpha.dat" 1
+	reader ahtest-reader "$mnt/alpha.link" 2
+	stat "$mnt/alpha.link" >/dev/null
+	stat "$mnt/ahtest-missing" >/dev/null 2>&1
+	stop_tracer links
+	o=$log/links.out
+	check "names: reads of two links of one inode, each by its own name, in order" \
+		"alpha.dat 1,alpha.link 2" \
+		"$(jq -r 'select(.kind == "read") | .name' "$o" | uniq -c | awk '{ print $2, $1 }' | paste -sd,)"
+	check "names: opens of two links, each by its own name, in order" \
+		"alpha.dat,alpha.link" "$(jq -r 'select(.op == "open") | .name' "$o" | paste -sd,)"
+	check "names: stat(1)'s getattr names the link it was given" "alpha.link" \
+		"$(jq -r 'select(.comm == "stat" and .op == "getattr" and .ino != 0) | .name' "$o" | sort -u)"
+	check "names: a lookup that found nothing names what it sought (ino 0)" "ahtest-missing 0" \
+		"$(jq -r 'select(.op == "lookup" and .name == "ahtest-missing") | "\(.name) \(.ino)"' "$o" | sort -u)"
+else
+	nok "names: aheadtrace oplog (links) attaches"
+fi
+rm -f "$lower/alpha.link"
 
 # hist -C and -P: per comm and per process, counts exactly the workload's.
 if start_tracer hist-comm hist -m "$mnt" -C -j; then
@@ -744,10 +769,10 @@ if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loada
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_dentry ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_file_copy at_file_op at_file_read at_file_remap at_meta at_meta_ops at_prefetch at_read" \
+check "maps and links pinned" "ahead_config ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_meta at_meta_ops at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
-check "five raw tracepoint links attached" 5 \
-	"$("$bpftool" -j link show 2>/dev/null | jq '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length')"
+check "five raw tracepoint links attached, nothing else" "5 0" \
+	"$("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length') $("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "perf_event")] | length')"
 # Filter on this mount through the pinned config map (struct at_config).
 le32() { printf '%02x %02x %02x %02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
 "$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
