@@ -63,8 +63,9 @@ enum at_vfs_op {
 /*
  * Raw tracepoint arguments, one u64 per TP_PROTO argument in kmod/trace.h
  * (raw_tp programs see exactly this; 32-bit arguments are zero-extended).
- * The last ones are kernel pointers (struct dentry, struct inode), valid
- * while the program runs: the caller holds them.
+ * The last ones are kernel pointers (struct dentry, struct inode, and the
+ * dentry's d_name.name), valid while the program runs: the caller holds
+ * them.  A rename racing with the operation can change the name's bytes.
  */
 struct at_read_args {
 	__u64 ino;
@@ -77,6 +78,7 @@ struct at_read_args {
 	__u64 dev;		/* kernel dev_t of the aheadfs superblock */
 	__u64 mode;		/* prefetch mode: 0 ahead, 1 legacy, 2 kernel, 3 off */
 	__u64 dentry;		/* struct dentry *: the file's */
+	__u64 name;		/* its d_name.name */
 };
 
 struct at_prefetch_args {
@@ -86,6 +88,7 @@ struct at_prefetch_args {
 	__u64 window;		/* bytes the window now holds ahead of the reader */
 	__u64 dev;
 	__u64 dentry;		/* struct dentry *: the file's */
+	__u64 name;		/* its d_name.name */
 };
 
 struct at_window_args {
@@ -109,6 +112,7 @@ struct at_copy_args {
 	__u64 dev;
 	__u64 method;		/* enum at_copy_method */
 	__u64 dentry_in;	/* struct dentry *: the source file's */
+	__u64 name_in;		/* its d_name.name */
 };
 
 struct at_meta_args {

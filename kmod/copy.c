@@ -38,7 +38,8 @@ static void copy_done(struct file *file_in, loff_t pos_in,
 		trace_aheadfs_copy(file_inode(file_in)->i_ino, pos_in, out->i_ino,
 				   pos_out, len, ret, ktime_get_ns() - t0,
 				   out->i_sb->s_dev, method,
-				   file_in->f_path.dentry);
+				   file_in->f_path.dentry,
+				   file_in->f_path.dentry->d_name.name);
 }
 
 /*
@@ -276,7 +277,8 @@ loff_t aheadfs_remap_file_range(struct file *file_in, loff_t pos_in,
 					   ktime_get_ns() - tr,
 					   inode->i_sb->s_dev,
 					   AHEADFS_COPY_CLONE,
-					   file_in->f_path.dentry);
+					   file_in->f_path.dentry,
+					   file_in->f_path.dentry->d_name.name);
 	}
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_remap, inode,

@@ -255,7 +255,8 @@ static void issue_chunk(struct file *file, struct file *lower, u64 pos,
 	aheadfs_stat_inc(sbi, AHEADFS_STAT_prefetch_chunks);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_bytes, len);
 	trace_aheadfs_prefetch(file_inode(file)->i_ino, pos, len, window,
-			       sb->s_dev, file->f_path.dentry);
+			       sb->s_dev, file->f_path.dentry,
+			       file->f_path.dentry->d_name.name);
 }
 
 /* Legacy: the reader submits its one chunk itself, in chunks of @txn. */

@@ -171,7 +171,8 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 		trace_aheadfs_read(inode->i_ino, pos, count, pr.present,
 				   pr.absent, t1 - tr, ret, sb->s_dev,
 				   READ_ONCE(sbi->prefetch_mode),
-				   file->f_path.dentry);
+				   file->f_path.dentry,
+				   file->f_path.dentry->d_name.name);
 	aheadfs_op_end_at(sb, AHEADFS_OP_read, inode, file->f_path.dentry, t0,
 			  t1, ret);
 	return ret;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * aheadfs tracepoints: the stable interface that bpf/ reads.  TP_PROTO takes
- * scalars, then the file's dentry (and for aheadfs_meta its inode) last:
+ * scalars, then the file's dentry and its name (for aheadfs_meta, which
+ * "aheadtrace hist" counts every operation from, only the inode and the
+ * dentry: the least it passes, the less a histogram costs) last:
  * the ftrace records hold the scalars only, and a raw tracepoint program
  * reads the pointers as u64 arguments and the structures behind them with
  * CO-RE against vmlinux BTF, so no program needs module BTF.  Each
@@ -27,9 +29,9 @@
 TRACE_EVENT(aheadfs_read,
 	TP_PROTO(u64 ino, s64 pos, u64 len, u64 present, u64 absent,
 		 u64 latency_ns, s64 ret, u32 dev, u32 mode,
-		 const struct dentry *dentry),
+		 const struct dentry *dentry, const unsigned char *name),
 	TP_ARGS(ino, pos, len, present, absent, latency_ns, ret, dev, mode,
-		dentry),
+		dentry, name),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(s64, pos)
@@ -61,8 +63,8 @@ TRACE_EVENT(aheadfs_read,
 
 TRACE_EVENT(aheadfs_prefetch,
 	TP_PROTO(u64 ino, s64 pos, u64 len, u64 window, u32 dev,
-		 const struct dentry *dentry),
-	TP_ARGS(ino, pos, len, window, dev, dentry),
+		 const struct dentry *dentry, const unsigned char *name),
+	TP_ARGS(ino, pos, len, window, dev, dentry, name),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(s64, pos)
@@ -117,9 +119,9 @@ TRACE_EVENT(aheadfs_window,
 TRACE_EVENT(aheadfs_copy,
 	TP_PROTO(u64 ino_in, s64 pos_in, u64 ino_out, s64 pos_out, u64 len,
 		 s64 ret, u64 latency_ns, u32 dev, u32 method,
-		 const struct dentry *dentry_in),
+		 const struct dentry *dentry_in, const unsigned char *name_in),
 	TP_ARGS(ino_in, pos_in, ino_out, pos_out, len, ret, latency_ns, dev,
-		method, dentry_in),
+		method, dentry_in, name_in),
 	TP_STRUCT__entry(
 		__field(u64, ino_in)
 		__field(s64, pos_in)
