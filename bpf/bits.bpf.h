@@ -3,34 +3,26 @@
 #ifndef AHEADTRACE_BITS_BPF_H
 #define AHEADTRACE_BITS_BPF_H
 
-/* Index of the highest set bit; 0 for 0 and 1. */
+/*
+ * Index of the highest set bit; 0 for 0 and 1.  A tree of comparisons, six
+ * deep: each level one compare and branch, where shifting and adding per
+ * level cost every traced operation twice the instructions (BPF has no
+ * count-leading-zeros).  AT_L2_N(v, b) is the index for v in
+ * [2^b, 2^(b + 2N)), and for v < 2 when b is 0.
+ */
+#define AT_L2_1(v, b)	((v) >= (1ULL << ((b) + 1)) ? (b) + 1 : (b))
+#define AT_L2_2(v, b)	((v) >= (1ULL << ((b) + 2)) ? \
+			 AT_L2_1(v, (b) + 2) : AT_L2_1(v, b))
+#define AT_L2_4(v, b)	((v) >= (1ULL << ((b) + 4)) ? \
+			 AT_L2_2(v, (b) + 4) : AT_L2_2(v, b))
+#define AT_L2_8(v, b)	((v) >= (1ULL << ((b) + 8)) ? \
+			 AT_L2_4(v, (b) + 8) : AT_L2_4(v, b))
+#define AT_L2_16(v, b)	((v) >= (1ULL << ((b) + 16)) ? \
+			 AT_L2_8(v, (b) + 16) : AT_L2_8(v, b))
+
 static __always_inline __u32 at_log2(__u64 v)
 {
-	__u32 r = 0;
-
-	if (v >> 32) {
-		v >>= 32;
-		r += 32;
-	}
-	if (v >> 16) {
-		v >>= 16;
-		r += 16;
-	}
-	if (v >> 8) {
-		v >>= 8;
-		r += 8;
-	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	if (v >> 1)
-		r += 1;
-	return r;
+	return v >= (1ULL << 32) ? AT_L2_16(v >> 32, 0) + 32 : AT_L2_16(v, 0);
 }
 
 /* Count one operation of @ns nanoseconds in @h. */
