@@ -349,26 +349,28 @@ static bool stream_busy(struct aheadfs_pf_state *pf, int i, u64 limit)
 }
 
 /*
- * What the next request of the stream will read, where the worker has not
- * submitted it yet (the window's first request, or a worker behind): the
- * reader submits it, after its own bytes, or waits for the worker to finish
- * the chunk it holds there.  Either way the next request finds its bytes
- * in the page cache.
+ * What the next request of the stream will read (up to @need), where the
+ * worker has not submitted it yet (the window's first request, or a worker
+ * behind): the reader submits it, and what else the plan has up to @limit,
+ * after its own bytes, or waits for the worker to finish the chunk it holds
+ * there.  Either way the next request finds its bytes in the page cache.
  */
 static void issue_next(struct file *file, struct file *lower,
 		       struct aheadfs_pf_state *pf,
-		       const struct aheadfs_pf_plan *plan, u64 limit, u64 txn)
+		       const struct aheadfs_pf_plan *plan, u64 need, u64 limit,
+		       u64 txn)
 {
 	struct aheadfs_pf_chunk c;
 	u64 len;
 
 	for (;;) {
 		if (wait_event_killable(pf->submitted,
-					!stream_busy(pf, plan->stream, limit)))
+					!stream_busy(pf, plan->stream, need)))
 			return;
 		spin_lock(&pf->lock);
 		len = pf->dying ? 0 : aheadfs_stream_take(&pf->w, plan->stream,
-							  limit, txn, &c);
+							  need, limit, txn,
+							  &c);
 		spin_unlock(&pf->lock);
 		if (!len)
 			return;
@@ -523,7 +525,8 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	 * (IOCB_NOWAIT) submits nothing itself.
 	 */
 	if (!rq.legacy && !nowait)
-		issue_next(file, lower, pf, &plan, rq.pos + rq.count, rq.txn);
+		issue_next(file, lower, pf, &plan, rq.pos + rq.count,
+			   rq.pos + rq.count, rq.txn);
 	if (!rq.legacy) {
 		aheadfs_cache_presence(lower->f_mapping, rq.pos, rq.count,
 				       &own);
@@ -538,7 +541,8 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 			issue_demand(file, lower, own.first_absent,
 				     rq.pos + rq.count, rq.txn);
 		}
-		issue_next(file, lower, pf, &plan, plan.sync_end, rq.txn);
+		issue_next(file, lower, pf, &plan, plan.sync_end, plan.sync_to,
+			   rq.txn);
 	}
 	if (!rq.legacy && plan.issue_end > plan.issue_start)
 		queue_work(aheadfs_pf_wq, &pf->work);

@@ -48,6 +48,14 @@ typedef uint32_t u32;
  */
 #define AHEADFS_PF_BDP_HEADROOM	2
 #define AHEADFS_PF_BDP_SLACK	4
+/*
+ * A reader that finds its next request's bytes not yet taken by the worker
+ * (a worker behind: on a busy or single CPU it runs when the reader is
+ * preempted) submits them, and with them at least this share of its window,
+ * so that it comes back once a share, not once a request: 4 KiB reads of a
+ * 8 MiB window issued a chunk per read until the worker ran.
+ */
+#define AHEADFS_PF_READER_SHARE	8
 #define AHEADFS_NSEC		1000000000ULL
 
 static inline u64 aheadfs_min64(u64 a, u64 b)
@@ -147,7 +155,8 @@ struct aheadfs_pf_plan {
 	u64 win;			/* the stream's window after this */
 	int stream;			/* the request's stream (-1: none) */
 	u32 gen;			/* and which one of that slot */
-	u64 sync_end;			/* the reader submits up to here */
+	u64 sync_end;			/* the reader submits if this is not */
+	u64 sync_to;			/* and then up to here */
 	u64 target;			/* the product (0: not measured yet) */
 	bool resized;			/* the stream's window changed */
 };
@@ -374,6 +383,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->stream = i;
 	p->gen = s->gen;
 	p->sync_end = aheadfs_sat_add(end, req);
+	p->sync_to = p->sync_end;
 	p->target = aheadfs_stream_bdp(s);
 
 	want = 0;
@@ -387,6 +397,9 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->win = want;
 	if (!want)
 		return;
+	p->sync_to = aheadfs_max64(p->sync_end,
+				   aheadfs_sat_add(end, want /
+						   AHEADFS_PF_READER_SHARE));
 
 	/*
 	 * Top up when less than max(request, half the window) is left ahead
@@ -441,17 +454,20 @@ static inline bool aheadfs_stream_busy(const struct aheadfs_window *w, int i,
 }
 
 /*
- * The reader's next chunk: at most @txn bytes of what stream @i planned and
- * nobody has taken, below @limit.  Returns its length (0: nothing left).
- * Called when the stream is not busy, so chunks are submitted in order.
+ * The reader's next chunk, while what stream @i planned below @need is not
+ * all taken: at most @txn bytes of what nobody has taken, below @limit
+ * (>= @need).  Returns its length (0: nothing left).  Called when the
+ * stream is not busy below @need, so chunks are submitted in order.
  */
 static inline u64 aheadfs_stream_take(struct aheadfs_window *w, int i,
-				      u64 limit, u64 txn,
+				      u64 need, u64 limit, u64 txn,
 				      struct aheadfs_pf_chunk *c)
 {
 	if (i < 0 || i >= AHEADFS_PF_STREAMS)
 		return 0;
-	return aheadfs_stream_claim(w, i, limit, txn, c);
+	if (w->s[i].claimed >= aheadfs_min64(need, w->s[i].ra_end))
+		return 0;
+	return aheadfs_stream_claim(w, i, aheadfs_max64(need, limit), txn, c);
 }
 
 /*

@@ -227,7 +227,7 @@ static void reader_op(struct worker *w)
 	struct stat s;
 	char c;
 	long r;
-	int fd;
+	int fd, n;
 
 	any_path(w, path);
 	switch (pick(w, 7)) {
@@ -289,7 +289,17 @@ static void reader_op(struct worker *w)
 		if (fd < 0)
 			break;
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-		r = readlink(link, target, sizeof(target));
+		/*
+		 * procfs, not aheadfs: an RCU walk through /proc/<tgid> while
+		 * drop_caches evicts that inode finds no task behind it, and
+		 * proc_pid_permission() answers ESRCH where it could ask for
+		 * a walk in ref mode.  A second walk looks the pid up anew.
+		 */
+		for (n = 0; n < ESTALE_TRIES; n++) {
+			r = readlink(link, target, sizeof(target));
+			if (r >= 0 || errno != ESRCH)
+				break;
+		}
 		account(w, "readlink /proc/self/fd", path, r, 0);
 		close(fd);
 		break;
