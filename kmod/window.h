@@ -391,6 +391,15 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 		/* Memory first: the room left, plus what this stream holds. */
 		limit = aheadfs_sat_add(rq->mem_room, s->gauge);
 		want = aheadfs_min64(s->win, limit);
+		/*
+		 * And no more than the file has beyond this request: a stream
+		 * at EOF holds nothing, so the streams a reader leaves behind
+		 * at the end of each pass over a file do not keep their
+		 * windows' worth of the mount's room until they are replaced
+		 * (16 passes over a 16 MiB file held 900 MiB, all the room,
+		 * and the next pass prefetched 2 KiB at a time).
+		 */
+		want = aheadfs_min64(want, rq->isize > end ? rq->isize - end : 0);
 	}
 	p->win_delta += (s64)want - (s64)(found ? s->gauge : 0);
 	s->gauge = want;

@@ -52,6 +52,7 @@ struct sim {
 	/* Totals, as prefetch.c and sched.c would count them. */
 	u64 issued, hits, wasted, read, absent_reqs, tails, reqs;
 	u64 reader_chunks;	/* chunks the reader submitted itself */
+	u64 chunks;		/* chunks anyone submitted */
 	s64 window_cur;
 	u64 window_peak;
 	int order_bad;		/* issued below an earlier issue's end */
@@ -130,6 +131,7 @@ static void sim_drain(struct sim *s)
 		for (pg = c.start / PG; pg * PG < c.start + c.len; pg++)
 			set(s, pg);
 		s->issued += c.len;
+		s->chunks++;
 		aheadfs_window_submitted(&s->w, &c);
 	}
 }
@@ -177,6 +179,7 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 				set(s, pg);
 			s->issued += ch.len;
 			s->reader_chunks++;
+			s->chunks++;
 			aheadfs_window_submitted(&s->w, &ch);
 		}
 	} else {
@@ -694,6 +697,47 @@ static void test_worker_lag_small_reads(void)
 }
 
 /*
+ * One open file read through again and again (a scan, a benchmark): each
+ * pass from 0 is a new stream, and the one it leaves at EOF holds nothing
+ * of the mount's room.  So the gauge stays within the file, and the last
+ * of 40 passes is prefetched in as few chunks as the second: streams that
+ * held their whole window after EOF took all the room within four passes,
+ * and the passes after them prefetched a page at a time.
+ */
+static void test_repeated_passes(void)
+{
+	u64 pos, absent = 0, second = 0, last = 0, c0, i0;
+	u64 second_b = 0, last_b = 0;
+	struct sim s;
+	int pass;
+
+	sim_init(&s, 16 * MIB);
+	s.mem_room = 256 * MIB;
+	for (pass = 0; pass < 40; pass++) {
+		c0 = s.chunks;
+		i0 = s.issued;
+		for (pos = 0; pos < 16 * MIB; pos += 4 * KIB)
+			absent += sim_read(&s, pos, 4 * KIB);
+		if (pass == 1) {
+			second = s.chunks - c0;
+			second_b = s.issued - i0;
+		}
+		last = s.chunks - c0;
+		last_b = s.issued - i0;
+	}
+	sim_close(&s);
+	/* At most two streams hold room at once: one ending, one starting. */
+	report(absent == 4 * KIB && s.window_peak <= 2 * 16 * MIB &&
+	       s.window_cur == 0 && s.gauge_bad == 0 && last == second &&
+	       last_b == second_b && last_b >= 8 * MIB,
+	       "40 passes over a 16 MiB file: peak gauge %llu; the second pass %llu chunks, %llu bytes, the last %llu chunks, %llu bytes",
+	       (unsigned long long)s.window_peak, (unsigned long long)second,
+	       (unsigned long long)second_b, (unsigned long long)last,
+	       (unsigned long long)last_b);
+	sim_free(&s);
+}
+
+/*
  * A reader's chunk and the worker's cross: the worker's, above, is out
  * first.  What counts as submitted has no gap, a reader needing the range
  * waits while any of it is held, and nothing is left held at the end.
@@ -901,6 +945,7 @@ int main(void)
 	test_eviction();
 	test_worker_lag();
 	test_worker_lag_small_reads();
+	test_repeated_passes();
 	test_crossing_chunks();
 	test_nfsd_reorder();
 	test_bdp();
