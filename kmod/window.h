@@ -124,6 +124,7 @@ struct aheadfs_window {
 	u64 tick;
 	u32 duds;
 	u32 gen;
+	int last;	/* the slot of the last request's stream */
 };
 
 /* A chunk taken for submission: where, and from which stream. */
@@ -244,19 +245,51 @@ static inline u64 aheadfs_stream_unread(const struct aheadfs_stream *s)
 	return e > s->pf_start ? e - s->pf_start : 0;
 }
 
+/*
+ * How well a request at @pos continues stream @s: 3 where the stream's next
+ * request starts, 2 within its last request (a short read resumed), 1 within
+ * the reorder slack, 0 not at all.
+ */
+static inline int aheadfs_stream_rank(const struct aheadfs_stream *s, u64 pos)
+{
+	if (!s->live)
+		return 0;
+	if (pos == s->next)
+		return 3;
+	if (aheadfs_stream_match(s, pos, false))
+		return 2;
+	return aheadfs_stream_match(s, pos, true) ? 1 : 0;
+}
+
+/*
+ * The stream a request at @pos continues: the best ranked, and of those the
+ * most recently used.  A stream a reader left at EOF ends where the next pass's
+ * stream reads its last request, and the first match in slot order gave that
+ * request, and the gauge at EOF, to the old one.  The last request's stream,
+ * continued sequentially (the usual case), is taken at once.
+ */
 static inline int aheadfs_window_slot(struct aheadfs_window *w, u64 pos,
 				      bool *found)
 {
-	int i, victim = 0;
+	int i, r, best = -1, best_r = 0, victim = 0;
 
 	*found = false;
-	/* The stream it continues, or else one it came late or early to. */
-	for (i = 0; i < 2 * AHEADFS_PF_STREAMS; i++) {
-		if (aheadfs_stream_match(&w->s[i % AHEADFS_PF_STREAMS], pos,
-					 i >= AHEADFS_PF_STREAMS)) {
-			*found = true;
-			return i % AHEADFS_PF_STREAMS;
+	if (w->last >= 0 && w->last < AHEADFS_PF_STREAMS &&
+	    aheadfs_stream_rank(&w->s[w->last], pos) == 3) {
+		*found = true;
+		return w->last;
+	}
+	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
+		r = aheadfs_stream_rank(&w->s[i], pos);
+		if (r && (r > best_r ||
+			  (r == best_r && w->s[i].lru > w->s[best].lru))) {
+			best = i;
+			best_r = r;
 		}
+	}
+	if (best >= 0) {
+		*found = true;
+		return best;
 	}
 	for (i = 0; i < AHEADFS_PF_STREAMS; i++) {
 		if (!w->s[i].live)
@@ -310,6 +343,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	cap = aheadfs_max64(rq->win_cap, req);
 
 	i = aheadfs_window_slot(w, pos, &found);
+	w->last = i;
 	s = &w->s[i];
 	old = found ? s->win : 0;
 	if (!found) {

@@ -693,6 +693,49 @@ TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 }
 
 /*
+ * One open file read through again and again (a scan, a benchmark): each
+ * pass from offset 0 is a new stream, and the one a pass leaves at EOF holds
+ * none of the mount's room.  So the window gauge stays within the file
+ * however many passes, and the last pass is prefetched as the second was.
+ * Streams that kept their whole window (window_kb, 64 MiB) after EOF took
+ * all the room (half of MemAvailable) within 16 passes, and later passes
+ * were prefetched a page at a time; and while an old stream that ended
+ * where a pass was about to read took that request, the pass's own stream
+ * kept a little more of the room each pass (10 MiB after 24 passes).
+ */
+TEST_F(prefetch, repeated_passes_keep_the_gauge_within_the_file)
+{
+	const off_t size = 4 * MIB;
+	const size_t req = 64 * KIB;
+	char path[PATH_MAX];
+	struct snap a, b, c, d;
+	int fd, pass;
+
+	ASSERT_EQ(0, make_cold(&self->fs, "f", size));
+	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	for (pass = 0; pass < 24; pass++) {
+		if (pass == 1)
+			snap(&self->fs, &a);
+		else if (pass == 2)
+			snap(&self->fs, &b);
+		else if (pass == 23)
+			snap(&self->fs, &c);
+		ASSERT_EQ(size / (off_t)req,
+			  read_seq(fd, self->buf, 0, 0, req));
+	}
+	snap(&self->fs, &d);
+	close(fd);
+	TH_LOG("peak %lld; prefetched %lld B in the second pass, %lld B in the last",
+	       d.peak, DELTA(a, b, pf_bytes), DELTA(c, d, pf_bytes));
+	EXPECT_GE(size, d.peak);
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "window_cur"));
+	EXPECT_LT(0, DELTA(a, b, pf_bytes));
+	EXPECT_EQ(DELTA(a, b, pf_bytes), DELTA(c, d, pf_bytes));
+	EXPECT_EQ(0, DELTA(a, d, absent_reqs));
+}
+
+/*
  * The first request of a stream: its own bytes are submitted at once, in
  * transactions of txn_kb (not in the lower's maximum-I/O-size pieces, one
  * latency after another, nor as one request of whatever size the reader
