@@ -224,19 +224,19 @@ stubcheck
 stubwant "scripts/check without KERNEL=: kbuild and the three guests of 6.1 and 6.12 as before" \
 "kbuild $rel
 kbuild $rel2
-vm-run --kernel 6.1 --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
-vm-run --kernel 6.1 --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
-vm-run --kernel 6.12 --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.12 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.12 -- true [ ]"
 stubcheck KERNEL="$img" KDIR="$hdr"
 v="--kernel-image $img --kdir $hdr"
 stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each guest boots the image" \
 "kbuild $hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 1500 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
-vm-run $v --timeout 2100 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run $v --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run $v --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel $rel -- true [$img $hdr]"
 if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/kernel-$rel.tap" ]; then
 	pass "scripts/check KERNEL= KDIR=: results under the release $rel"
