@@ -169,6 +169,21 @@ struct aheadfs_inode_info {
 	unsigned long blocks_time;
 	unsigned long flags;		/* AHEADFS_I_* bits */
 	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
+	/*
+	 * The permission cache (cache.c): what the lower last granted, when,
+	 * and to whom: a reference to the caller's cred, which keeps the
+	 * group list and namespace compared by address alive, and the ids
+	 * and capabilities it was granted for.
+	 */
+	seqlock_t perm_lock;
+	const struct cred *perm_cred;
+	struct group_info *perm_groups;
+	struct user_namespace *perm_ns;
+	kuid_t perm_fsuid;
+	kgid_t perm_fsgid;
+	kernel_cap_t perm_caps;
+	unsigned long perm_time;
+	int perm_mask;
 	/* A directory's readdir cache (cache.c), under dir_lock. */
 	spinlock_t dir_lock;
 	struct aheadfs_dir_cache *dir_cache;
@@ -345,6 +360,7 @@ extern const struct xattr_handler *aheadfs_xattr_handlers[];
 struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower);
 int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
 		      struct path *lower_path);
+void aheadfs_set_nlink(struct inode *inode, unsigned int nlink);
 void aheadfs_copy_attr(struct inode *inode);
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when);
 void aheadfs_copy_attr_written(struct inode *inode);
@@ -373,6 +389,9 @@ int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 
 /* cache.c */
 bool aheadfs_attr_fresh(struct inode *inode);
+bool aheadfs_perm_cached(struct inode *inode, int mask);
+void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when);
+void aheadfs_perm_forget(struct inode *inode);
 bool aheadfs_attr_stat_cached(struct inode *inode);
 void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when);
 bool aheadfs_entry_fresh(struct dentry *dentry);

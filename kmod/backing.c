@@ -49,47 +49,46 @@ static void aio_put(struct aheadfs_aio *aio)
 /*
  * May run in interrupt context (a direct I/O completion): only the size is
  * refreshed here, which the VFS checks copy_file_range and the like against,
- * and the next stat asks the lower (aheadfs_copy_attr_written()).
+ * and the next stat asks the lower (aheadfs_copy_attr_written()).  @end
+ * says whether the lower's freeze protection is still to be ended here:
+ * always for a request the lower queued, and for one it did not only where
+ * the VFS has not ended it already (compat.h).
  */
-static void aio_cleanup(struct aheadfs_aio *aio)
+static void aio_cleanup(struct aheadfs_aio *aio, bool end)
 {
 	struct inode *inode = file_inode(aio->orig->ki_filp);
 
 	if (aio->write) {
-		kiocb_end_write(&aio->iocb);
+		if (end)
+			kiocb_end_write(&aio->iocb);
 		fsstack_copy_inode_size(inode, file_inode(aio->iocb.ki_filp));
 		set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 	}
 	aio->orig->ki_pos = aio->iocb.ki_pos;
 }
 
+/*
+ * Our references go before the caller's request completes: its completion
+ * may drop the last reference to our file, and an unmount and rmmod may
+ * follow, so nothing of ours is touched after it.
+ */
 static void aio_complete(struct kiocb *iocb, long res)
 {
 	struct aheadfs_aio *aio = container_of(iocb, struct aheadfs_aio, iocb);
 	struct kiocb *orig = aio->orig;
 
-	aio_cleanup(aio);
-	orig->ki_complete(orig, res);
+	aio_cleanup(aio, true);
 	aio_put(aio);
-}
-
-/*
- * The lower's freeze protection for a write: waited for, or with
- * IOCB_NOWAIT (io_uring's inline attempt, RWF_NOWAIT) only tried.
- */
-static bool start_write(struct file *lower, bool nowait)
-{
-	if (!nowait) {
-		file_start_write(lower);
-		return true;
-	}
-	return file_start_write_trylock(lower);
+	orig->ki_complete(orig, res);
 }
 
 /*
  * Forward one request to the lower file.  A synchronous iocb is served in
  * place; an async one returns -EIOCBQUEUED and completes the caller's iocb
- * when the lower request completes.
+ * when the lower request completes.  Writes hold the lower's freeze
+ * protection as the VFS wants it held on each kernel (compat.h); with
+ * IOCB_NOWAIT (io_uring's inline attempt, RWF_NOWAIT) a frozen lower
+ * refuses with -EAGAIN.
  */
 ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 			 struct iov_iter *iter, int rw)
@@ -103,10 +102,10 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 		kiocb_clone(&lk, iocb, lower);
 		lk.ki_flags &= ~IOCB_DIO_CALLER_COMP;
 		if (rw == WRITE) {
-			if (!start_write(lower, nowait))
+			if (!aheadfs_lower_write_start(lower, nowait))
 				return -EAGAIN;
 			ret = vfs_iocb_iter_write(lower, &lk, iter);
-			file_end_write(lower);
+			aheadfs_lower_write_end(lower);
 		} else {
 			ret = vfs_iocb_iter_read(lower, &lk, iter);
 		}
@@ -118,7 +117,7 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 				nowait ? GFP_NOWAIT : GFP_KERNEL);
 	if (!aio)
 		return nowait ? -EAGAIN : -ENOMEM;
-	if (rw == WRITE && !start_write(lower, nowait)) {
+	if (rw == WRITE && !aheadfs_lower_write_start(lower, nowait)) {
 		kmem_cache_free(aheadfs_aio_cachep, aio);
 		return -EAGAIN;
 	}
@@ -129,15 +128,14 @@ ssize_t aheadfs_lower_rw(struct kiocb *iocb, struct file *lower,
 	aio->write = rw == WRITE;
 	refcount_set(&aio->ref, 2);
 	if (aio->write) {
-		/* Completion, in another context, ends the freeze protection. */
-		__sb_writers_release(file_inode(lower)->i_sb, SB_FREEZE_WRITE);
+		aheadfs_lower_write_queued(lower);
 		ret = vfs_iocb_iter_write(lower, &aio->iocb, iter);
 	} else {
 		ret = vfs_iocb_iter_read(lower, &aio->iocb, iter);
 	}
 	aio_put(aio);
 	if (ret != -EIOCBQUEUED) {
-		aio_cleanup(aio);
+		aio_cleanup(aio, !AHEADFS_LOWER_WRITE_ENDS_UNQUEUED);
 		aio_put(aio);
 	}
 	return ret;

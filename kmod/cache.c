@@ -5,7 +5,9 @@
  *
  * - The attribute cache (attr_timeout_ms): within the timeout of the last
  *   refresh (aheadfs_inode_info.attr_time), a stat is answered from our
- *   inode and permission is decided by generic_permission() on it.
+ *   inode; within the same timeout of a grant by a lower that decides
+ *   permission itself, the same caller's check is answered from the grant
+ *   (aheadfs_perm_cached()).
  * - The entry cache (entry_timeout_ms, and negative_timeout_ms for names
  *   that do not exist): within the timeout of the last confirmation
  *   (dentry->d_time), a walk skips the lower's d_revalidate.
@@ -41,6 +43,103 @@ bool aheadfs_attr_fresh(struct inode *inode)
 {
 	return within(READ_ONCE(AHEADFS_I(inode)->attr_time),
 		      READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms));
+}
+
+/*
+ * The permission cache: what the lower granted, never what it refused.  A
+ * lower with no ->permission of its own decides on its in-memory inode
+ * (ext4, xfs): asking it costs what deciding here would, so it is always
+ * asked.  One with its own (NFS: an ACCESS round trip on noac; FUSE;
+ * btrfs) is asked unless, within attr_timeout_ms, it granted this inode
+ * at least @mask to the same caller: the same cred, or one with the same
+ * fsuid, fsgid, group list, user namespace and effective capabilities, as
+ * NFS's own access cache tells callers apart (its server decides on the
+ * ids alone).  A refusal is never kept: the next check asks again.  The
+ * mount's own changes of mode, owner, ACLs or xattrs forget the grant, and
+ * so does a refresh that finds the mode or owner changed on the lower.
+ *
+ * Read under the seqlock, also in RCU walk: the fields compared are copies
+ * or addresses (kept alive by the reference to the cred), never followed.
+ */
+static bool perm_same_caller(const struct aheadfs_inode_info *ai,
+			     const struct cred *cred)
+{
+	return ai->perm_cred == cred ||
+	       (uid_eq(ai->perm_fsuid, cred->fsuid) &&
+		gid_eq(ai->perm_fsgid, cred->fsgid) &&
+		ai->perm_groups == cred->group_info &&
+		ai->perm_ns == cred->user_ns &&
+		cap_issubset(ai->perm_caps, cred->cap_effective) &&
+		cap_issubset(cred->cap_effective, ai->perm_caps));
+}
+
+bool aheadfs_perm_cached(struct inode *inode, int mask)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	unsigned int timeout = READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms);
+	const struct cred *cred = current_cred();
+	unsigned int seq;
+	bool hit;
+
+	if (!timeout || !READ_ONCE(ai->perm_cred))
+		return false;
+	mask &= ~MAY_NOT_BLOCK;
+	do {
+		seq = read_seqbegin(&ai->perm_lock);
+		hit = ai->perm_cred && !(mask & ~ai->perm_mask) &&
+		      within(ai->perm_time, timeout) &&
+		      perm_same_caller(ai, cred);
+	} while (read_seqretry(&ai->perm_lock, seq));
+	return hit;
+}
+
+/*
+ * The lower granted @mask to the caller at @when.  A grant to the same
+ * caller within the timeout adds to it, dated by the oldest.
+ */
+void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	unsigned int timeout = READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms);
+	const struct cred *cred = current_cred(), *old = NULL;
+
+	mask &= ~MAY_NOT_BLOCK;
+	write_seqlock(&ai->perm_lock);
+	if (ai->perm_cred && within(ai->perm_time, timeout) &&
+	    perm_same_caller(ai, cred)) {
+		ai->perm_mask |= mask;
+	} else {
+		old = ai->perm_cred;
+		ai->perm_cred = get_cred(cred);
+		ai->perm_groups = cred->group_info;
+		ai->perm_ns = cred->user_ns;
+		ai->perm_fsuid = cred->fsuid;
+		ai->perm_fsgid = cred->fsgid;
+		ai->perm_caps = cred->cap_effective;
+		ai->perm_mask = mask;
+		ai->perm_time = when;
+	}
+	write_sequnlock(&ai->perm_lock);
+	if (old)
+		put_cred(old);
+}
+
+void aheadfs_perm_forget(struct inode *inode)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	const struct cred *old;
+
+	if (!READ_ONCE(ai->perm_cred))
+		return;
+	write_seqlock(&ai->perm_lock);
+	old = ai->perm_cred;
+	ai->perm_cred = NULL;
+	ai->perm_groups = NULL;
+	ai->perm_ns = NULL;
+	ai->perm_mask = 0;
+	write_sequnlock(&ai->perm_lock);
+	if (old)
+		put_cred(old);
 }
 
 /*

@@ -102,6 +102,52 @@ static inline int aheadfs_vfs_getattr(const struct path *path,
 #define aheadfs_splice_end_write(file)		file_end_write(file)
 #endif
 
+/*
+ * The lower's freeze protection around a write forwarded to it.  From 6.7
+ * vfs_iocb_iter_write() takes it itself (kiocb_start_write()) and ends it,
+ * or leaves a queued request's end to the completion (kiocb_end_write());
+ * taking it here too nests the read side of the lower's percpu rwsem, which
+ * deadlocks against a freeze that starts in between, and a queued request
+ * would keep one count for ever.  Before 6.7 the caller takes it, and for a
+ * queued request hands it to the completion as the VFS's aio does.
+ *
+ * aheadfs_lower_write_start() returns false if @nowait and the lower is
+ * frozen or freezing (the caller's -EAGAIN).  On 6.7+ that is a look only:
+ * vfs_iocb_iter_write() waits if a freeze starts right after it.
+ * aheadfs_lower_write_end() ends what a synchronous write took;
+ * aheadfs_lower_write_queued() hands it to a request the lower queued, and
+ * AHEADFS_LOWER_WRITE_ENDS_UNQUEUED says whether the VFS itself ended the
+ * protection of a request the lower did not queue.
+ */
+#ifdef AHEADFS_HAVE_IOCB_WRITE_FREEZE
+static inline bool aheadfs_lower_write_start(struct file *lower, bool nowait)
+{
+	if (!nowait)
+		return true;
+	if (!file_start_write_trylock(lower))
+		return false;
+	file_end_write(lower);
+	return true;
+}
+#define aheadfs_lower_write_end(lower)		do { } while (0)
+#define aheadfs_lower_write_queued(lower)	do { } while (0)
+#define AHEADFS_LOWER_WRITE_ENDS_UNQUEUED	true
+#else
+static inline bool aheadfs_lower_write_start(struct file *lower, bool nowait)
+{
+	if (!nowait) {
+		file_start_write(lower);
+		return true;
+	}
+	return file_start_write_trylock(lower);
+}
+#define aheadfs_lower_write_end(lower)		file_end_write(lower)
+/* Completion, in another context, ends it (lockdep's hand-over). */
+#define aheadfs_lower_write_queued(lower) \
+	__sb_writers_release(file_inode(lower)->i_sb, SB_FREEZE_WRITE)
+#define AHEADFS_LOWER_WRITE_ENDS_UNQUEUED	false
+#endif
+
 #ifndef IOCB_DIO_CALLER_COMP
 #define IOCB_DIO_CALLER_COMP	0
 #endif

@@ -154,15 +154,22 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 static int aheadfs_flush(struct file *file, fl_owner_t id)
 {
 	struct file *lower = aheadfs_lower_file(file);
+	int err = 0;
 
-	/*
-	 * NFS lowers write back on close (close-to-open consistency).  The
-	 * closer's POSIX locks go next, when the VFS drops our inode's
-	 * shadows of them (aheadfs_lock).
-	 */
+	/* NFS lowers write back on close (close-to-open consistency). */
 	if (lower->f_op->flush)
-		return lower->f_op->flush(lower, id);
-	return 0;
+		err = lower->f_op->flush(lower, id);
+	/*
+	 * Then the closer's POSIX locks go, as a close of the lower file
+	 * would drop them: our shadows, each unlock reaching the lower
+	 * (aheadfs_lock()), and then whatever the owner still holds on the
+	 * lower file, shadow or not.  The VFS drops our inode's locks after
+	 * ->flush only while our inode has any, and a lower lock must never
+	 * outlive its owner's close.
+	 */
+	locks_remove_posix(file, id);
+	locks_remove_posix(lower, id);
+	return err;
 }
 
 /*
@@ -201,14 +208,86 @@ static int lower_lock(struct file *file, int cmd, struct file_lock *fl,
 	return err;
 }
 
+/* How many stale shadows one grant may clear before it gives up. */
+#define AHEADFS_SHADOW_TRIES	16
+
+/*
+ * Drop what another owner's shadow @conf holds of @fl's range: the lower
+ * has just granted @fl there, so that owner holds no conflicting lock on
+ * the lower any more (it closed another descriptor of the file on the
+ * lower, unlocked through another mount, or an NFS lower lost the lock).
+ */
+static int shadow_drop_stale(struct file *file, struct file_lock *conf,
+			     struct file_lock *fl)
+{
+	aheadfs_lock_core_t *cc = aheadfs_fl_core(conf);
+	struct file_lock un;
+	aheadfs_lock_core_t *uc = aheadfs_fl_core(&un);
+
+	locks_init_lock(&un);
+	aheadfs_flc(uc, owner) = aheadfs_flc(cc, owner);
+	aheadfs_flc(uc, flags) = aheadfs_flc(cc, flags) & (FL_POSIX | FL_OFDLCK);
+	aheadfs_flc(uc, type) = F_UNLCK;
+	aheadfs_flc(uc, pid) = aheadfs_flc(cc, pid);
+	aheadfs_flc(uc, file) = file;
+	un.fl_start = max(conf->fl_start, fl->fl_start);
+	un.fl_end = min(conf->fl_end, fl->fl_end);
+	return posix_lock_file(file, &un, NULL);
+}
+
+/*
+ * Record on our inode the shadow of @fl, which the lower has just granted.
+ * The lower is the authority: a conflicting shadow is stale and goes
+ * (shadow_drop_stale()), so a shadow never refuses what the lower granted,
+ * and the shadow never waits (the lower did the waiting).  If it still
+ * cannot be recorded (no memory), the lower lock is given back and the
+ * error returned: a lower lock with no shadow would not be dropped at its
+ * owner's close.  Giving back unlocks the range for the owner, so locks it
+ * held there before this request go too; only on that error.
+ */
+static int shadow_lock(struct file *file, struct file_lock *fl)
+{
+	aheadfs_lock_core_t *c = aheadfs_fl_core(fl);
+	unsigned int sleep = aheadfs_flc(c, flags) & FL_SLEEP;
+	unsigned char type = aheadfs_flc(c, type);
+	struct file_lock conf;
+	int err, tries;
+
+	aheadfs_flc(c, flags) &= ~FL_SLEEP;
+	for (tries = 0; ; tries++) {
+		locks_init_lock(&conf);
+		err = posix_lock_file(file, fl, &conf);
+		if (err == -EAGAIN && tries < AHEADFS_SHADOW_TRIES)
+			err = shadow_drop_stale(file, &conf, fl) ?: -EAGAIN;
+		locks_release_private(&conf);
+		if (err != -EAGAIN || tries == AHEADFS_SHADOW_TRIES)
+			break;
+	}
+	if (err) {
+		pr_warn_ratelimited("aheadfs: %pD: no record of a lock the lower granted (%d): lower lock given back\n",
+				    file, err);
+		aheadfs_flc(c, type) = F_UNLCK;
+		lower_lock(file, F_SETLK, fl, false);
+		aheadfs_flc(c, type) = type;
+		if (err == -EAGAIN)
+			err = -ENOLCK;
+	}
+	aheadfs_flc(c, flags) |= sleep;
+	return err;
+}
+
 /*
  * POSIX and OFD locks are also recorded on our own inode, as a shadow of
  * the lower's: what the VFS, nfsd and lockd do with our inode's locks
  * without asking us (drop them at close, after a close/fcntl race, for a
  * dead NFS client; look for them before releasing a lock owner) then comes
- * back here as an unlock, and reaches the lower.  A shadow never stands
- * without its lower lock (it is added after it, removed before it), so the
- * shadow of a lock the lower granted cannot conflict.
+ * back here as an unlock, and reaches the lower.  A lower lock taken
+ * through us always has its shadow (added after it, removed before it, the
+ * lower lock given back if the shadow cannot be added), and a close drops
+ * the owner's lower locks whatever the shadows say (aheadfs_flush()).  A
+ * shadow may outlive its lower lock (released on the lower behind our
+ * back); it then never refuses anything the lower grants (shadow_lock()),
+ * and F_GETLK asks the lower.
  */
 static int aheadfs_lock(struct file *file, int cmd, struct file_lock *fl)
 {
@@ -225,7 +304,7 @@ static int aheadfs_lock(struct file *file, int cmd, struct file_lock *fl)
 	err = lower_lock(file, cmd, fl, false);
 	if (err || unlock)
 		return err;
-	return posix_lock_file(file, fl, NULL);
+	return shadow_lock(file, fl);
 }
 
 static int aheadfs_flock(struct file *file, int cmd, struct file_lock *fl)

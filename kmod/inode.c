@@ -29,6 +29,18 @@
 	(S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE | S_DIRSYNC | S_SWAPFILE)
 
 /*
+ * Link counts change concurrently (getattr, readdir priming, rmdir):
+ * set_nlink() counts a count leaving or reaching 0 in the superblock's
+ * s_remove_count, which two unserialized calls would count twice.
+ */
+void aheadfs_set_nlink(struct inode *inode, unsigned int nlink)
+{
+	spin_lock(&inode->i_lock);
+	set_nlink(inode, nlink);
+	spin_unlock(&inode->i_lock);
+}
+
+/*
  * Refresh the attributes the VFS reads from our inode, and restart the
  * attribute cache from @when, the time they were true in the lower
  * (cache.c): the mount's own changes invalidate it.  On a nosuid
@@ -41,18 +53,23 @@ void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 	struct inode *lower = aheadfs_lower_inode(inode);
 	struct vfsmount *mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
 	umode_t mode = READ_ONCE(lower->i_mode);
-	unsigned int flags;
+	unsigned int flags, nlink;
 
 	WRITE_ONCE(AHEADFS_I(inode)->lower_mode, mode);
 	if (S_ISREG(mode) && (READ_ONCE(mnt->mnt_flags) & MNT_NOSUID))
 		mode &= ~(S_ISUID | S_ISGID);
+	if (inode->i_mode != mode || !uid_eq(inode->i_uid, lower->i_uid) ||
+	    !gid_eq(inode->i_gid, lower->i_gid))
+		aheadfs_perm_forget(inode);
 	inode->i_mode = mode;
 	inode->i_uid = lower->i_uid;
 	inode->i_gid = lower->i_gid;
 	inode->i_rdev = lower->i_rdev;
 	inode->i_blkbits = lower->i_blkbits;
 	fsstack_copy_attr_times(inode, lower);
-	set_nlink(inode, READ_ONCE(lower->i_nlink));
+	nlink = READ_ONCE(lower->i_nlink);
+	if (READ_ONCE(inode->i_nlink) != nlink)
+		aheadfs_set_nlink(inode, nlink);
 	flags = READ_ONCE(inode->i_flags) & ~AHEADFS_COPY_I_FLAGS;
 	flags |= READ_ONCE(lower->i_flags) & AHEADFS_COPY_I_FLAGS;
 	WRITE_ONCE(inode->i_flags, flags);
@@ -137,43 +154,42 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 }
 
 /*
- * The lower decides, unless the attribute cache is on and fresh: then
- * generic_permission() decides on our inode's owner, mode and ACL, which
- * are the lower's as last refreshed, as FUSE's default_permissions does
- * (on a noac NFS lower each of the lower's checks is an ACCESS or GETATTR
- * round trip, one per directory of every path walked).  A change made
- * behind the mount's back is then seen when the timeout expires; the
- * mount's own changes refresh the attributes at once, and so does a check
- * the lower decided.
+ * The lower decides: its mode bits, ACLs, read-only superblock, immutable
+ * flag, LSM and, for NFS or FUSE, its server.  Within attr_timeout_ms of a
+ * grant by a lower that decides permission itself (a round trip on a noac
+ * NFS client), the same caller's check is answered from that grant; a
+ * refusal is never cached (cache.c).  A write to a read-only lower mount
+ * (a bind mount with MS_RDONLY) is refused here as the VFS refuses it on
+ * that mount: inode_permission() does not look at mounts.
  */
 static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 			      int mask)
 {
 	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
 	u64 t0 = aheadfs_op_begin();
+	unsigned long asked;
 	int err;
 
 	/* RCU walk can meet an inode whose eviction has dropped its lower. */
 	if (unlikely(!lower))
 		return (mask & MAY_NOT_BLOCK) ? -ECHILD : -ESTALE;
-	if (aheadfs_attr_fresh(inode)) {
-		/* -ECHILD: an ACL to fetch; the ref-walk retry decides. */
-		err = generic_permission(idmap, inode, mask);
-		if (err != -ECHILD)
-			aheadfs_stat_inc(AHEADFS_SB(inode->i_sb),
-					 AHEADFS_STAT_perm_cache_hits);
+	if ((mask & MAY_WRITE) && __mnt_is_readonly(sbi->lower.mnt) &&
+	    (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode) ||
+	     S_ISLNK(inode->i_mode))) {
+		err = -EROFS;
 		goto out;
 	}
+	if (aheadfs_perm_cached(inode, mask)) {
+		aheadfs_stat_inc(sbi, AHEADFS_STAT_perm_cache_hits);
+		err = 0;
+		goto out;
+	}
+	asked = jiffies;
 	err = inode_permission(aheadfs_sb_idmap(inode->i_sb), lower, mask);
-	/*
-	 * With the cache on, the lower just decided on its current attributes
-	 * (an NFS lower revalidated them): ours follow, and the timeout runs
-	 * from here.  Else an inode nobody stats (the mount's root, a
-	 * directory only walked through) would ask the lower on every walk.
-	 */
-	if (err != -ECHILD && !(mask & MAY_NOT_BLOCK) &&
-	    READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms))
-		aheadfs_copy_attr(inode);
+	if (!err && !(mask & MAY_NOT_BLOCK) && lower->i_op->permission &&
+	    READ_ONCE(sbi->attr_timeout_ms))
+		aheadfs_perm_granted(inode, mask, asked);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode,
 		       NULL, t0, err);
@@ -270,6 +286,8 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	inode_lock(lower_inode);
 	err = notify_change(aheadfs_sb_idmap(dentry->d_sb), lower, &lower_ia, NULL);
 	inode_unlock(lower_inode);
+	if (ia->ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID))
+		aheadfs_perm_forget(inode);
 	aheadfs_drop_write(dentry->d_sb);
 	dput(lower);
 	/* A new size frees or maps blocks: the next stat asks the lower. */
@@ -413,6 +431,7 @@ static int aheadfs_set_acl(aheadfs_idmap_t *idmap, struct dentry *dentry,
 		err = vfs_remove_acl(aheadfs_sb_idmap(dentry->d_sb), lower,
 				     acl_name(type));
 	aheadfs_drop_write(dentry->d_sb);
+	aheadfs_perm_forget(d_inode(dentry));
 out:
 	dput(lower);
 	aheadfs_copy_attr(d_inode(dentry));
@@ -543,6 +562,7 @@ static int aheadfs_xattr_set(const struct xattr_handler *handler,
 	else
 		err = vfs_removexattr(aheadfs_sb_idmap(inode->i_sb), lower, name);
 	aheadfs_drop_write(inode->i_sb);
+	aheadfs_perm_forget(inode);
 	dput(lower);
 	aheadfs_copy_attr(inode);
 out:

@@ -309,7 +309,7 @@ static int remove_object(struct inode *dir, struct dentry *dentry, bool isdir)
 	dput(lower);
 	if (!err) {
 		if (isdir)
-			clear_nlink(inode);
+			aheadfs_set_nlink(inode, 0);
 		d_drop(dentry);
 	}
 	/* A file's lower inode outlives its last link while it is open. */
@@ -393,8 +393,15 @@ int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 			aheadfs_copy_attr(d_inode(new_dentry));
 	}
 	dir_changed(old_dir);
-	if (new_dir != old_dir)
+	if (new_dir != old_dir) {
 		dir_changed(new_dir);
+		/* A moved directory's listing names its old parent as "..". */
+		if (!err && d_is_dir(old_dentry))
+			aheadfs_dir_changed(d_inode(old_dentry));
+		/* So does the one moved the other way by RENAME_EXCHANGE. */
+		if (!err && (flags & RENAME_EXCHANGE) && d_is_dir(new_dentry))
+			aheadfs_dir_changed(d_inode(new_dentry));
+	}
 unlock:
 	unlock_rename(lower_old_parent, lower_new_parent);
 	aheadfs_drop_write(sb);
@@ -455,7 +462,7 @@ int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 	path_get(&lower_path);
 	aheadfs_set_lower_path(dentry, &lower_path);
 	/* d_tmpfile() drops the one link a new inode is expected to have. */
-	set_nlink(inode, 1);
+	aheadfs_set_nlink(inode, 1);
 	d_tmpfile(file, inode);
 	err = finish_open_simple(file, 0);
 out_fput:

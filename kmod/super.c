@@ -320,6 +320,12 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 	ai->blocks = 0;
 	ai->blocks_time = 0;
 	ai->lower_mode = 0;
+	seqlock_init(&ai->perm_lock);
+	ai->perm_cred = NULL;
+	ai->perm_groups = NULL;
+	ai->perm_ns = NULL;
+	ai->perm_time = 0;
+	ai->perm_mask = 0;
 	spin_lock_init(&ai->dir_lock);
 	ai->dir_cache = NULL;
 	ai->dir_gen = 0;
@@ -340,6 +346,7 @@ static void aheadfs_evict_inode(struct inode *inode)
 	if (S_ISDIR(inode->i_mode))
 		aheadfs_dir_changed(inode);
 	clear_inode(inode);
+	aheadfs_perm_forget(inode);
 	/* Dropped here rather than in free_inode, which may run from RCU. */
 	AHEADFS_I(inode)->lower = NULL;
 	iput(lower);

@@ -242,6 +242,31 @@ BBBB" "$a $b"
 	else
 		nok "permission checks over NFS come from the attribute cache" "off $off, on $on calls; $hits cache hits"
 	fi
+	# A refusal is never cached as a grant: the server refuses to write an
+	# immutable file (its ACCESS reply), which the mode bits and root's
+	# capabilities, all the client has, would allow.  Asked three times by
+	# one process, on the client directly and through aheadfs with the
+	# attribute cache on: refused each time on both.
+	echo x >"$lower/imm" && chattr +i "$lower/imm"
+	wok() {	# wok PATH: access(W_OK) of PATH three times, as 0/1 words
+		python3 -c 'import os, sys; print(*[int(os.access(sys.argv[1], os.W_OK)) for _ in range(3)])' "$1"
+	}
+	a=$(wok "$cli/imm") b=$(wok "$upper/imm")
+	chattr -i "$lower/imm"
+	check "access(W_OK) of a file the NFS server refuses is refused each time through aheadfs as on the client" \
+		"0 0 0 / 0 0 0" "$a / $b"
+	# A grant is kept for the caller it was made to: root's read of a file
+	# only root may read does not let nobody read it, right after.
+	# (nobody reads a file open to all first: the path is walkable.)
+	echo secret >"$lower/mine" && chmod 0600 "$lower/mine"
+	echo open >"$lower/pub" && chmod 0644 "$lower/pub"
+	asnobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
+	a=$(cat "$upper/mine" 2>&1; asnobody cat "$upper/pub" 2>&1
+	    asnobody cat "$upper/mine" 2>/dev/null || echo refused)
+	check "a permission granted to root over NFS is not granted to nobody from the cache" \
+		"secret
+open
+refused" "$a"
 	# A stat from the attribute cache is what a fresh stat would report:
 	# after a write through the mount (the client's mtime is the server's,
 	# set when close sends the pages), and while the file is mapped shared

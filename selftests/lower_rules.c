@@ -24,6 +24,8 @@
 #include <sys/uio.h>
 #include <sys/xattr.h>
 
+#include <libaio.h>
+
 #ifndef FIFREEZE
 #define FIFREEZE		_IOWR('X', 119, int)
 #define FITHAW			_IOWR('X', 120, int)
@@ -712,10 +714,26 @@ static int ro_rmdir(const char *r)
 	return err_of(rmdir(at(p, r, "d")));
 }
 
+static int ro_access_w(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(access(at(p, r, "f"), W_OK));
+}
+
+static int ro_access_dir_w(const char *r)
+{
+	char p[PATH_MAX];
+
+	return err_of(access(at(p, r, "d"), W_OK));
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(const char *root);
 } ro_ops[] = {
+	{ "access(W_OK)", ro_access_w },
+	{ "access(dir, W_OK)", ro_access_dir_w },
 	{ "open(O_CREAT)", ro_create },
 	{ "mkdir", ro_mkdir },
 	{ "mknod(fifo)", ro_mknod },
@@ -738,12 +756,58 @@ static const struct {
 	{ "rmdir", ro_rmdir },
 };
 
+static int lr_start_guard(struct lr *x, const char *root);
+
+/*
+ * A filesystem of its own (to freeze, or to remount read-only) in an image
+ * file, mounted as the lower, with a guard that thaws it if the test dies.
+ */
+static int lr_own_fs(struct lr *x)
+{
+	const char *fstype = strcmp(ahfs_fstype(), "xfs") ? "ext4" : "xfs";
+	char img[PATH_MAX];
+	struct stat a, b;
+
+	ahfs_fmt(img, sizeof(img), "%s/img", x->fs.base);
+	/* mkfs.xfs refuses less than 300 MB; the image is sparse. */
+	if (ahfs_run("truncate -s %s '%s' && mkfs.%s -q %s '%s' >/dev/null",
+		     strcmp(fstype, "xfs") ? "64M" : "320M", img, fstype,
+		     strcmp(fstype, "xfs") ? "-F" : "-f", img))
+		return fail(-EIO, "mkfs", img);
+	if (ahfs_run("mount -o loop '%s' '%s'", img, x->fs.lower))
+		return fail(-EIO, "mount -o loop", img);
+	ahfs_fmt(x->mnts[x->nmnts++], PATH_MAX, "%s", x->fs.lower);
+	if (stat(x->fs.base, &a) || stat(x->fs.lower, &b) ||
+	    a.st_dev == b.st_dev)
+		return fail(-EINVAL, "no filesystem of its own at",
+			    x->fs.lower);
+	return lr_start_guard(x, x->fs.lower);
+}
+
 FIXTURE(ro) {
 	struct lr x;
-	char bind[PATH_MAX];
+	char bind[PATH_MAX];	/* the read-only lower, used directly */
 };
 
-static int ro_prepare(struct lr *x, char *bind)
+/*
+ * bind: the lower is a read-only bind mount of a writable filesystem.
+ * sb: the lower is a filesystem of its own remounted read-only, under a
+ * mount whose attribute cache is on (each refusal is asked twice: a
+ * refusal must never come back from the cache as a grant).
+ */
+FIXTURE_VARIANT(ro) {
+	int sb;
+};
+
+FIXTURE_VARIANT_ADD(ro, bind) {
+	.sb = 0,
+};
+
+FIXTURE_VARIANT_ADD(ro, sb) {
+	.sb = 1,
+};
+
+static int ro_prepare(struct lr *x, char *bind, int sb)
 {
 	char p[PATH_MAX];
 	int err;
@@ -751,11 +815,22 @@ static int ro_prepare(struct lr *x, char *bind)
 	err = lr_init(x, "ro", NULL);
 	if (err)
 		return err;
+	if (sb) {
+		err = lr_own_fs(x);
+		if (err)
+			return err;
+	}
 	if (ahfs_put(at(p, x->fs.lower, "f"), "contents") ||
 	    setxattr(p, "user.keep", "k", 1, 0) ||
 	    ahfs_put(at(p, x->fs.lower, "victim"), "v") ||
 	    mkdir(at(p, x->fs.lower, "d"), 0755))
 		return fail(-errno, "populate", x->fs.lower);
+	if (sb) {
+		ahfs_fmt(bind, PATH_MAX, "%s", x->fs.lower);
+		if (ahfs_run("mount -o remount,ro '%s'", x->fs.lower))
+			return fail(-EIO, "remount read-only", x->fs.lower);
+		return lr_aheadfs(x, bind, x->fs.mnt, "attr_timeout_ms=600000");
+	}
 	ahfs_fmt(bind, PATH_MAX, "%s/robind", x->fs.base);
 	err = lr_bind(x, x->fs.lower, bind, MS_RDONLY);
 	if (err)
@@ -765,7 +840,7 @@ static int ro_prepare(struct lr *x, char *bind)
 
 FIXTURE_SETUP(ro)
 {
-	LR_SETUP(&self->x, ro_prepare(&self->x, self->bind));
+	LR_SETUP(&self->x, ro_prepare(&self->x, self->bind, variant->sb));
 }
 
 FIXTURE_TEARDOWN(ro)
@@ -773,12 +848,16 @@ FIXTURE_TEARDOWN(ro)
 	lr_cleanup(_metadata, &self->x);
 }
 
-/* Every change through aheadfs over a read-only bind mount fails EROFS, as on it directly; the lower is untouched. */
+/*
+ * Every change through aheadfs over a read-only lower (bind mount or
+ * superblock) fails EROFS, as on it directly, and so does access(W_OK),
+ * every time it is asked; the lower is untouched.
+ */
 TEST_F(ro, every_change_is_erofs)
 {
 	struct buf before = {}, after = {};
 	char p[PATH_MAX], data[64];
-	unsigned int i;
+	unsigned int i, round;
 
 	snapshot(&before, self->x.fs.lower, ".");
 	ASSERT_NE(NULL, before.p);
@@ -787,18 +866,21 @@ TEST_F(ro, every_change_is_erofs)
 				    sizeof(data)));
 	EXPECT_STREQ("contents", data);
 
-	for (i = 0; i < ARRAY_SIZE(ro_ops); i++) {
-		int direct = ro_ops[i].fn(self->bind);
-		int stacked = ro_ops[i].fn(self->x.fs.mnt);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < ARRAY_SIZE(ro_ops); i++) {
+			int direct = ro_ops[i].fn(self->bind);
+			int stacked = ro_ops[i].fn(self->x.fs.mnt);
 
-		EXPECT_EQ(EROFS, direct) {
-			TH_LOG("%s on the read-only lower itself: %s",
-			       ro_ops[i].name, strerror(direct));
-		}
-		EXPECT_EQ(EROFS, stacked) {
-			TH_LOG("%s through aheadfs: %s (%d)", ro_ops[i].name,
-			       stacked ? strerror(stacked) : "succeeded",
-			       stacked);
+			EXPECT_EQ(EROFS, direct) {
+				TH_LOG("%s on the read-only lower itself: %s",
+				       ro_ops[i].name, strerror(direct));
+			}
+			EXPECT_EQ(EROFS, stacked) {
+				TH_LOG("%s through aheadfs, round %u: %s (%d)",
+				       ro_ops[i].name, round,
+				       stacked ? strerror(stacked) : "succeeded",
+				       stacked);
+			}
 		}
 	}
 
@@ -895,31 +977,15 @@ FIXTURE(frozen) {
 	struct lr x;
 };
 
-/* A filesystem of its own (to freeze) in an image file, as the lower. */
 static int frozen_prepare(struct lr *x)
 {
-	const char *fstype = strcmp(ahfs_fstype(), "xfs") ? "ext4" : "xfs";
 	char img[PATH_MAX];
-	struct stat a, b;
 	int err;
 
 	err = lr_init(x, "frozen", NULL);
 	if (err)
 		return err;
-	ahfs_fmt(img, sizeof(img), "%s/img", x->fs.base);
-	/* mkfs.xfs refuses less than 300 MB; the image is sparse. */
-	if (ahfs_run("truncate -s %s '%s' && mkfs.%s -q %s '%s' >/dev/null",
-		     strcmp(fstype, "xfs") ? "64M" : "320M", img, fstype,
-		     strcmp(fstype, "xfs") ? "-F" : "-f", img))
-		return fail(-EIO, "mkfs", img);
-	if (ahfs_run("mount -o loop '%s' '%s'", img, x->fs.lower))
-		return fail(-EIO, "mount -o loop", img);
-	ahfs_fmt(x->mnts[x->nmnts++], PATH_MAX, "%s", x->fs.lower);
-	if (stat(x->fs.base, &a) || stat(x->fs.lower, &b) ||
-	    a.st_dev == b.st_dev)
-		return fail(-EINVAL, "no filesystem of its own at",
-			    x->fs.lower);
-	err = lr_start_guard(x, x->fs.lower);
+	err = lr_own_fs(x);
 	if (err)
 		return err;
 	if (ahfs_put(at(img, x->fs.lower, "f"), "old!"))
@@ -1149,6 +1215,164 @@ TEST_F_TIMEOUT(frozen, write_waits_for_thaw, 60)
 	close(fd);
 	ASSERT_EQ(4, ahfs_read_file(l, data, 5));
 	EXPECT_STREQ("NEW!", data);
+}
+
+/*
+ * Freeze the lower at @root in a child, bounded: 0 (frozen, to be thawed
+ * by lr_thaw()), an errno, or -ETIMEDOUT if the freeze never returned (a
+ * writer's freeze protection never given back: the child stays in D state).
+ */
+static int freeze_bounded(struct lr *x, const char *root)
+{
+	int status, fd;
+	pid_t pid;
+
+	fd = open(root, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return errno;
+	pid = lr_fork(x);
+	if (pid < 0) {
+		close(fd);
+		return EAGAIN;
+	}
+	if (!pid)
+		_exit(ioctl(fd, FIFREEZE, 0) ? errno : 0);
+	if (lr_wait(x, pid, WAIT_MS, &status)) {
+		close(fd);
+		return -ETIMEDOUT;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		close(fd);
+		return WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+	}
+	x->frozen_fd = fd;
+	return 0;
+}
+
+#define AIO_WRITES	256
+
+/*
+ * 256 async O_DIRECT writes through aheadfs (libaio), all completed: a
+ * freeze of the lower then returns, as it does after the same writes on the
+ * lower directly (each queued write gives the lower's freeze protection
+ * back at its completion), and the data is on the lower.
+ */
+TEST_F_TIMEOUT(frozen, freeze_after_async_writes, 120)
+{
+	struct iocb cbs[AIO_WRITES], *cbp[AIO_WRITES];
+	struct io_event ev[AIO_WRITES];
+	const char *files[] = { self->x.fs.lower, self->x.fs.mnt };
+	char p[PATH_MAX], *buf;
+	io_context_t ctx = 0;
+	int side, i, k, n, fd, err;
+
+	ASSERT_EQ(0, posix_memalign((void **)&buf, 4096, 4096));
+	memset(buf, 'w', 4096);
+	for (side = 0; side < 2; side++) {
+		at(p, files[side], side ? "via-mnt" : "via-lower");
+		/*
+		 * Overwrites of written blocks: an extending or allocating
+		 * O_DIRECT write is completed before io_submit() returns
+		 * (ext4), and only a queued one hands its freeze protection
+		 * to the completion.
+		 */
+		ASSERT_EQ(0, ahfs_run("xfs_io -f -c 'pwrite -q 0 %d' -c fsync '%s'",
+				      AIO_WRITES * 4096, p));
+		fd = open(p, O_RDWR | O_DIRECT);
+		ASSERT_LE(0, fd) TH_LOG("open %s: %s", p, strerror(errno));
+		ASSERT_EQ(0, io_setup(AIO_WRITES, &ctx));
+		for (i = 0; i < AIO_WRITES; i++) {
+			io_prep_pwrite(&cbs[i], fd, buf, 4096, (off_t)i * 4096);
+			cbp[i] = &cbs[i];
+		}
+		ASSERT_EQ(AIO_WRITES, io_submit(ctx, AIO_WRITES, cbp));
+		for (n = 0; n < AIO_WRITES; n += i) {
+			i = io_getevents(ctx, 1, AIO_WRITES - n, ev, NULL);
+			ASSERT_LT(0, i);
+			for (k = 0; k < i; k++)
+				EXPECT_EQ(4096, (long)ev[k].res);
+		}
+		io_destroy(ctx);
+		ctx = 0;
+		close(fd);
+		err = freeze_bounded(&self->x, self->x.fs.lower);
+		ASSERT_EQ(0, err) {
+			TH_LOG("freeze after %d async writes %s: %s", AIO_WRITES,
+			       side ? "through aheadfs" : "on the lower",
+			       err == -ETIMEDOUT ? "never returned" : strerror(err));
+		}
+		ASSERT_EQ(0, lr_thaw(&self->x));
+	}
+	at(p, self->x.fs.lower, "via-mnt");
+	{
+		struct stat st;
+
+		ASSERT_EQ(0, stat(p, &st));
+		EXPECT_EQ(AIO_WRITES * 4096, st.st_size);
+	}
+	free(buf);
+}
+
+#define FREEZE_ROUNDS	150
+
+/*
+ * A process writing in a loop (synchronous writes, buffered and O_DIRECT
+ * in turn) while the lower is frozen and thawed again and again: every
+ * freeze returns, with the writer on the lower directly and through
+ * aheadfs, and the writer goes on after each thaw.
+ */
+TEST_F_TIMEOUT(frozen, freeze_races_sync_writes, 300)
+{
+	const char *roots[] = { self->x.fs.lower, self->x.fs.mnt };
+	volatile long *count = self->x.shared;
+	char p[PATH_MAX];
+	int side, round, err, i;
+	long before;
+	pid_t pid;
+
+	for (side = 0; side < 2; side++) {
+		at(p, roots[side], side ? "w-mnt" : "w-lower");
+		*count = 0;
+		pid = lr_fork(&self->x);
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			char *buf;
+			int fd = open(p, O_RDWR | O_CREAT, 0644);
+			int dfd = open(p, O_RDWR | O_DIRECT);
+			long i;
+
+			if (fd < 0 || dfd < 0 || posix_memalign((void **)&buf, 4096, 4096))
+				_exit(1);
+			memset(buf, 's', 4096);
+			for (i = 0;; i++) {
+				if (pwrite(i & 1 ? dfd : fd, buf, 4096,
+					   (i % 64) * 4096) != 4096)
+					_exit(2);
+				(*count)++;
+			}
+		}
+		for (round = 0; round < FREEZE_ROUNDS; round++) {
+			before = *count;
+			err = freeze_bounded(&self->x, self->x.fs.lower);
+			ASSERT_EQ(0, err) {
+				TH_LOG("freeze %d with a writer %s: %s", round,
+				       side ? "through aheadfs" : "on the lower",
+				       err == -ETIMEDOUT ? "never returned" :
+				       strerror(err));
+			}
+			ASSERT_EQ(0, lr_thaw(&self->x));
+			/* The writer moves again before the next freeze. */
+			for (i = 0; *count == before && i <= WAIT_MS; i++)
+				usleep(1000);
+			ASSERT_NE(before, *count) {
+				TH_LOG("the writer %s did not go on after thaw %d",
+				       side ? "through aheadfs" : "on the lower",
+				       round);
+			}
+		}
+		kill(pid, SIGKILL);
+		ASSERT_EQ(0, lr_wait(&self->x, pid, WAIT_MS, NULL));
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -1497,11 +1721,17 @@ static struct flock get_lock(int fd, enum lock_kind k)
 	return fl;
 }
 
-/* A process holding a write lock on a file until told otherwise. */
+/*
+ * A process holding a write lock on a file until told otherwise.  @other,
+ * when set, is another path of the same file: 'o' opens and closes it (a
+ * POSIX lock's owner closing any descriptor of the file), 'v' unlocks the
+ * held range through a descriptor of it that stays open.
+ */
 struct holder {
 	pid_t pid;
-	int cmd;	/* 'u': unlock, 'c': close the fd; EOF: exit */
+	int cmd;	/* 'u': unlock, 'c': close the fd, 'o', 'v'; EOF: exit */
 	int ack;	/* one byte per step: its errno */
+	const char *other;
 };
 
 static int holder_start(struct lr *x, struct holder *h, const char *path,
@@ -1527,11 +1757,23 @@ static int holder_start(struct lr *x, struct holder *h, const char *path,
 		if (write(a[1], &r, 1) != 1)
 			_exit(1);
 		while (read(c[0], &r, 1) == 1) {
-			if (r == 'u')
+			int ofd;
+
+			if (r == 'u') {
 				r = do_lock(fd, k, F_UNLCK, HOLD_START,
 					    HOLD_LEN, 0);
-			else
+			} else if (r == 'o' || r == 'v') {
+				ofd = h->other ? open(h->other, O_RDWR) : -1;
+				if (ofd < 0)
+					r = h->other ? errno : EINVAL;
+				else if (r == 'o')
+					r = err_of(close(ofd));
+				else
+					r = do_lock(ofd, k, F_UNLCK, HOLD_START,
+						    HOLD_LEN, 0);
+			} else {
 				r = err_of(close(fd));
+			}
 			if (write(a[1], &r, 1) != 1)
 				_exit(1);
 		}
@@ -1665,6 +1907,117 @@ TEST_F(locks, posix_released_on_close)
 	ASSERT_EQ(0, holder_do(&h, 'c'));
 	EXPECT_EQ(0, do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0));
 	close(fd);
+	holder_stop(&self->x, &h);
+}
+
+/*
+ * What the lower says of [0, 200) for a write lock, asked with an OFD lock
+ * (which conflicts with every POSIX lock, this process's too): F_UNLCK, or
+ * the type held there.
+ */
+static int lower_says(const char *lower)
+{
+	struct flock fl;
+	int fd = open(lower, O_RDWR);
+
+	if (fd < 0)
+		return -errno;
+	fl = get_lock(fd, LK_OFD);
+	close(fd);
+	return fl.l_type;
+}
+
+/*
+ * A holder's POSIX lock taken through aheadfs, then released on the lower
+ * behind the mount's back (@how: 'o', the holder closes a descriptor of
+ * the file on the lower, which drops its locks there as POSIX says; 'v',
+ * it unlocks through the second aheadfs mount).  The lower then grants the
+ * range to anyone, and so does aheadfs (@wait: with F_SETLKW, which must
+ * not wait); the lock granted goes at its owner's close, even after the
+ * holder has gone, and nothing stays locked on the lower.
+ */
+static void posix_released_behind(struct __test_metadata *_metadata,
+				  struct lr *x, const char *m,
+				  const char *other, const char *l, char how,
+				  int wait)
+{
+	struct holder h = { .other = other };
+	int fd, got, status;
+	pid_t pid;
+
+	ASSERT_EQ(0, holder_start(x, &h, m, LK_POSIX));
+	EXPECT_EQ(F_WRLCK, lower_says(l));
+	ASSERT_EQ(0, holder_do(&h, how));
+	/* The lower's own rule: the holder's lock is gone there. */
+	EXPECT_EQ(F_UNLCK, lower_says(l));
+
+	fd = open(m, O_RDWR);
+	ASSERT_LE(0, fd);
+	if (wait) {
+		/* In a child, bounded: a wait on a stale shadow never ends. */
+		pid = lr_fork(x);
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 1));
+		got = lr_wait(x, pid, WAIT_MS, &status);
+		EXPECT_EQ(0, got) {
+			TH_LOG("F_SETLKW through aheadfs still waits %d ms after the lower granted",
+			       WAIT_MS);
+		}
+		if (!got) {
+			EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+		}
+		/* The child's exit closed its descriptors: nothing held. */
+		EXPECT_EQ(F_UNLCK, lower_says(l));
+	} else {
+		got = do_lock(fd, LK_POSIX, F_WRLCK, 0, 200, 0);
+		EXPECT_EQ(0, got) {
+			TH_LOG("F_SETLK through aheadfs after the lower released the range: %s",
+			       strerror(got));
+		}
+		EXPECT_EQ(F_WRLCK, lower_says(l));
+	}
+	/* The holder goes first: our inode may then hold no shadow at all. */
+	holder_stop(x, &h);
+	close(fd);
+	EXPECT_EQ(F_UNLCK, lower_says(l)) {
+		TH_LOG("the lower stays locked after its owner's close");
+	}
+}
+
+/* A holder closing the file on the lower drops its lock there; aheadfs then grants the range, and its lock goes at close. */
+TEST_F(locks, posix_dropped_on_the_lower)
+{
+	posix_released_behind(_metadata, &self->x, self->m, self->l,
+			      self->l, 'o', 0);
+}
+
+/* The same with F_SETLKW, which must be granted at once. */
+TEST_F(locks, posix_dropped_on_the_lower_setlkw)
+{
+	posix_released_behind(_metadata, &self->x, self->m, self->l,
+			      self->l, 'o', 1);
+}
+
+/* A lock unlocked through a second aheadfs mount is granted again through the first. */
+TEST_F(locks, posix_unlocked_through_other_mount)
+{
+	posix_released_behind(_metadata, &self->x, self->m, self->m2,
+			      self->l, 'v', 0);
+}
+
+/*
+ * A POSIX lock taken through aheadfs goes when its owner closes any
+ * descriptor of the file (here one of the other mount), as on the lower.
+ */
+TEST_F(locks, posix_released_by_any_close)
+{
+	struct holder h = { .other = self->m2 };
+
+	ASSERT_EQ(0, holder_start(&self->x, &h, self->m, LK_POSIX));
+	EXPECT_EQ(F_WRLCK, lower_says(self->l));
+	ASSERT_EQ(0, holder_do(&h, 'o'));
+	EXPECT_EQ(F_UNLCK, lower_says(self->l));
 	holder_stop(&self->x, &h);
 }
 
