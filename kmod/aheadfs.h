@@ -341,6 +341,27 @@ int aheadfs_check_tunable(const char *name, unsigned int val);
  * a read-only lower refuses it (EROFS) and a frozen one makes it wait, as
  * the same change made directly would.
  */
+/*
+ * The lower mount's noexec and nodev, read when they matter (an exec open,
+ * a PROT_EXEC mapping, a device open): the lower may be remounted after
+ * aheadfs is mounted over it, either way.
+ */
+static inline bool aheadfs_lower_noexec(struct super_block *sb)
+{
+	struct vfsmount *mnt = AHEADFS_SB(sb)->lower.mnt;
+
+	return (READ_ONCE(mnt->mnt_flags) & MNT_NOEXEC) ||
+	       (mnt->mnt_sb->s_iflags & SB_I_NOEXEC);
+}
+
+static inline bool aheadfs_lower_nodev(struct super_block *sb)
+{
+	struct vfsmount *mnt = AHEADFS_SB(sb)->lower.mnt;
+
+	return (READ_ONCE(mnt->mnt_flags) & MNT_NODEV) ||
+	       (mnt->mnt_sb->s_iflags & SB_I_NODEV);
+}
+
 static inline int aheadfs_want_write(struct super_block *sb)
 {
 	return mnt_want_write(AHEADFS_SB(sb)->lower.mnt);

@@ -27,6 +27,7 @@
 #include <linux/overflow.h>
 #include <linux/magic.h>
 #include <linux/nfs_fs.h>
+#include <linux/compat.h>
 #include "aheadfs.h"
 
 static bool within(unsigned long stamp, unsigned int timeout_ms)
@@ -768,13 +769,33 @@ static void nfs_read_ahead(struct file *lower)
  * readdir cache on too, answered from it (dir_cache_serve()) or noted for
  * it (dir_fill_begin()).
  */
+/*
+ * Whether @file's caller gets 32-bit directory offsets: ext4 and NFS give
+ * them to a compat (32-bit) syscall and to a file nfsd opened for 32-bit
+ * cookies (FMODE_32BITHASH, which nfsd sets after our open: it is passed
+ * to the lower file here).  The readdir cache keeps 64-bit offsets, so such
+ * a caller is neither served from it nor fills it.
+ */
+static bool dir_offsets_32bit(struct file *file, struct file *lower)
+{
+	const fmode_t hash = FMODE_32BITHASH | FMODE_64BITHASH;
+
+	if ((READ_ONCE(file->f_mode) & hash) != (lower->f_mode & hash)) {
+		spin_lock(&lower->f_lock);
+		lower->f_mode = (lower->f_mode & ~hash) | (file->f_mode & hash);
+		spin_unlock(&lower->f_lock);
+	}
+	return in_compat_syscall() || (file->f_mode & FMODE_32BITHASH);
+}
+
 int aheadfs_iterate_lower(struct file *file, struct file *lower,
 			  struct dir_context *ctx)
 {
 	struct super_block *sb = file_inode(file)->i_sb;
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	struct aheadfs_file_info *fi = AHEADFS_F(file);
-	bool cache = dir_cache_on(sbi);
+	bool compat = dir_offsets_32bit(file, lower);
+	bool cache = dir_cache_on(sbi) && !compat;
 	struct aheadfs_prime_ctx p = {
 		.ctx.actor = prime_actor,
 		.ctx.pos = ctx->pos,
@@ -803,7 +824,7 @@ int aheadfs_iterate_lower(struct file *file, struct file *lower,
 		/* Off: what was kept is not served when it is on again. */
 		if (fi->dir_fill)
 			aheadfs_dir_release(fi);
-		if (READ_ONCE(AHEADFS_I(file_inode(file))->dir_cache))
+		if (!compat && READ_ONCE(AHEADFS_I(file_inode(file))->dir_cache))
 			dir_cache_drop(file_inode(file));
 	}
 	if (READ_ONCE(sbi->entry_timeout_ms) &&

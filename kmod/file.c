@@ -98,6 +98,11 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	flags = file->f_flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
 	if (flags & __O_TMPFILE)
 		flags &= ~(__O_TMPFILE | O_DIRECTORY);
+	/* exec and uselib on a lower mounted (or remounted) noexec. */
+	if ((file->f_flags & __FMODE_EXEC) && aheadfs_lower_noexec(inode->i_sb)) {
+		err = -EACCES;
+		goto out_free;
+	}
 	lower_path.mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
 	lower_path.dentry = aheadfs_get_lower(file->f_path.dentry);
 	if (!lower_path.dentry) {
@@ -352,7 +357,11 @@ static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
+	/* As do_mmap() refuses it on a noexec mount: the lower's, now. */
+	if ((vma->vm_flags & VM_EXEC) && aheadfs_lower_noexec(inode->i_sb))
+		err = -EPERM;
+	else
+		err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode,
 		       file->f_path.dentry, t0, err);
 	return err;

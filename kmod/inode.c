@@ -160,7 +160,8 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
  * NFS client), the same caller's check is answered from that grant; a
  * refusal is never cached (cache.c).  A write to a read-only lower mount
  * (a bind mount with MS_RDONLY) is refused here as the VFS refuses it on
- * that mount: inode_permission() does not look at mounts.
+ * that mount, and so is a device open on a nodev lower mount:
+ * inode_permission() does not look at mounts.
  */
 static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 			      int mask)
@@ -178,6 +179,13 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	    (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode) ||
 	     S_ISLNK(inode->i_mode))) {
 		err = -EROFS;
+		goto out;
+	}
+	/* A device node's open, on a lower mounted (or remounted) nodev. */
+	if ((mask & MAY_OPEN) &&
+	    (S_ISCHR(inode->i_mode) || S_ISBLK(inode->i_mode)) &&
+	    aheadfs_lower_nodev(inode->i_sb)) {
+		err = -EACCES;
 		goto out;
 	}
 	if (aheadfs_perm_cached(inode, mask)) {

@@ -307,6 +307,20 @@ static void apply_tunables(struct aheadfs_sb_info *sbi,
 		WRITE_ONCE(sbi->readdir_cache, ctx->readdir_cache);
 }
 
+/*
+ * Whether the filesystem of @lower_root hashes or compares names itself:
+ * a case-folding encoding on the superblock, or dentry operations that
+ * hash and compare.
+ */
+static bool lower_names_folded(struct dentry *lower_root)
+{
+#if IS_ENABLED(CONFIG_UNICODE)
+	if (lower_root->d_sb->s_encoding)
+		return true;
+#endif
+	return lower_root->d_flags & (DCACHE_OP_HASH | DCACHE_OP_COMPARE);
+}
+
 static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 {
 	struct aheadfs_inode_info *ai;
@@ -456,6 +470,17 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return invalfc(fc, "lower %s is an idmapped mount: not supported",
 			       fc->source);
 
+	/*
+	 * Names the lower compares its own way (ext4 casefold, xfs ascii-ci,
+	 * vfat): our dcache would hash and compare them byte for byte, so a
+	 * name it knows under another case would be negative here, and the
+	 * lower never hashes negative dentries, so every create through us
+	 * would fail ESTALE.  Refused, as overlayfs refuses such layers.
+	 */
+	if (lower_names_folded(sbi->lower.dentry))
+		return invalfc(fc, "lower %s has case-insensitive names: not supported",
+			       fc->source);
+
 	sb->s_stack_depth = lower_sb->s_stack_depth + 1;
 	if (sb->s_stack_depth > FILESYSTEM_MAX_STACK_DEPTH)
 		return invalfc(fc, "lower %s is stacked too deep (max %d)",
@@ -471,16 +496,12 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = lower_sb->s_blocksize_bits;
 	sb->s_flags |= lower_sb->s_flags & SB_POSIXACL;
 	/*
-	 * The lower mount's noexec and nodev hold through aheadfs: exec,
-	 * PROT_EXEC mappings and device opens check our superblock.
-	 * (nosuid is applied to each inode's mode: see aheadfs_copy_attr.)
+	 * The lower mount's noexec and nodev hold through aheadfs as they are
+	 * when used, not as they were at mount time: exec opens and PROT_EXEC
+	 * mappings (file.c) and device opens (aheadfs_permission()) check the
+	 * lower mount then.  nosuid is applied to each inode's mode when it is
+	 * refreshed, as an exec open does (aheadfs_copy_attr()).
 	 */
-	if ((sbi->lower.mnt->mnt_flags & MNT_NOEXEC) ||
-	    (lower_sb->s_iflags & SB_I_NOEXEC))
-		sb->s_iflags |= SB_I_NOEXEC;
-	if ((sbi->lower.mnt->mnt_flags & MNT_NODEV) ||
-	    (lower_sb->s_iflags & SB_I_NODEV))
-		sb->s_iflags |= SB_I_NODEV;
 	if (lower_sb->s_export_op && lower_sb->s_export_op->fh_to_dentry &&
 	    aheadfs_export_ops.fh_to_dentry)
 		sb->s_export_op = &aheadfs_export_ops;

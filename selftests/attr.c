@@ -486,6 +486,89 @@ TEST_F(attr, readdir_cache_dotdot_after_rename)
 	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
 }
 
+#define COMPAT_NR_GETDENTS	141	/* i386's getdents */
+
+/*
+ * The entries of @path listed with i386's getdents (int 0x80 from this
+ * 64-bit process: a compat syscall, which ext4 and NFS give 32-bit
+ * offsets), or -errno.  The buffer lies below 4 GiB, as a 32-bit
+ * pointer must.
+ */
+static int compat_count_entries(const char *path)
+{
+	const size_t len = 65536;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	int fd = open(path, O_RDONLY | O_DIRECTORY), n = 0;
+	long got, off;
+
+	if (buf == MAP_FAILED || fd < 0) {
+		n = -errno;
+		goto out;
+	}
+	for (;;) {
+		asm volatile("int $0x80"
+			     : "=a"(got)
+			     : "a"(COMPAT_NR_GETDENTS), "b"(fd), "c"(buf),
+			       "d"(len)
+			     : "memory", "r8", "r9", "r10", "r11");
+		if (got <= 0)
+			break;
+		/* compat_linux_dirent: u32 ino, u32 off, u16 reclen, name */
+		for (off = 0; off < got;
+		     off += *(unsigned short *)(buf + off + 8))
+			n++;
+	}
+	if (got < 0)
+		n = (int)got;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (buf != MAP_FAILED)
+		munmap(buf, len);
+	return n;
+}
+
+/*
+ * A listing cached for a 64-bit reader is not served to a 32-bit one
+ * (whose offsets the lower gives in 32 bits: ext4 hashes), which lists
+ * the directory as it does on the lower directly; and the 32-bit listing
+ * leaves the cache to the 64-bit readers.
+ */
+TEST_F(attr, readdir_cache_compat_offsets)
+{
+	char d[PATH_MAX], ld[PATH_MAX];
+	long long hits;
+	int n;
+
+	ASSERT_EQ(0, mkdir(ahfs_l(&self->fs, ld, "cc"), 0755));
+	ASSERT_EQ(0, ahfs_run("cd '%s' && seq -f 'a-fairly-long-name-%%g' 500 | xargs touch",
+			      ld));
+	ahfs_m(&self->fs, d, "cc");
+	n = compat_count_entries(ld);
+	ASSERT_EQ(502, n) {
+		TH_LOG("the lower's own 32-bit listing: %d (%s)", n,
+		       n < 0 ? strerror(-n) : "entries");
+	}
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "600000"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	ASSERT_EQ(500, count_entries(d));
+	hits = ahfs_stat(&self->fs, "readdir_cache_hits");
+	ASSERT_EQ(500, count_entries(d));
+	ASSERT_LT(hits, ahfs_stat(&self->fs, "readdir_cache_hits")) {
+		TH_LOG("the listing was not cached: the test proves nothing");
+	}
+	n = compat_count_entries(d);
+	EXPECT_EQ(502, n) {
+		TH_LOG("a 32-bit listing through aheadfs: %d (%s)", n,
+		       n < 0 ? strerror(-n) : "entries");
+	}
+	hits = ahfs_stat(&self->fs, "readdir_cache_hits");
+	ASSERT_EQ(500, count_entries(d));
+	EXPECT_LT(hits, ahfs_stat(&self->fs, "readdir_cache_hits"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+}
+
 /*
  * Past the entry timeout the lower answers: a name created on the lower
  * after a listing is seen once the timeout (50 ms) has run out, polled with

@@ -1571,6 +1571,68 @@ TEST_F(mflags, nosuid_exec)
 	EXPECT_STREQ("0\n", out);
 }
 
+/*
+ * The lower's noexec, nodev and nosuid as they are when used: a bind mount
+ * of the lower, plain when aheadfs is mounted over it, remounted noexec and
+ * nodev refuses exec, PROT_EXEC and the device through aheadfs as it does
+ * directly; remounted nosuid instead, a set-uid program runs without its
+ * euid on both sides; remounted plain, all of it works again.
+ */
+TEST_F(mflags, remounted_after_mount)
+{
+	static const struct {
+		const char *opts;	/* remount,bind,OPTS; NULL: as mounted */
+		int noexec, nodev, nosuid;
+	} states[] = {
+		{ NULL, 0, 0, 0 },
+		{ "noexec,nodev,suid", 1, 1, 0 },
+		{ "exec,dev,nosuid", 0, 0, 1 },
+		{ "exec,dev,suid", 0, 0, 0 },
+	};
+	char bind[PATH_MAX], mnt[PATH_MAX], out[64];
+	const char *sides[2];
+	unsigned int i;
+	int side, got;
+
+	ASSERT_EQ(0, stack_flagged(&self->x, 0, "remount", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	sides[0] = bind;
+	sides[1] = mnt;
+	for (i = 0; i < ARRAY_SIZE(states); i++) {
+		if (states[i].opts)
+			ASSERT_EQ(0, ahfs_run("mount -o remount,bind,%s '%s'",
+					      states[i].opts, bind));
+		for (side = 0; side < 2; side++) {
+			const char *how = side ? "through aheadfs" : "directly";
+			const char *st = states[i].opts ?: "as mounted";
+
+			got = run_prog(&self->x, 0, sides[side], "true", NULL,
+				       out, sizeof(out));
+			EXPECT_EQ(states[i].noexec ? -EACCES : 0, got) {
+				TH_LOG("exec, %s, %s: %d", st, how, got);
+			}
+			got = mmap_exec(sides[side]);
+			EXPECT_EQ(states[i].noexec ? EPERM : 0, got) {
+				TH_LOG("mmap(PROT_EXEC), %s, %s: %s", st, how,
+				       strerror(got));
+			}
+			got = open_dev(sides[side]);
+			EXPECT_EQ(states[i].nodev ? EACCES : 0, got) {
+				TH_LOG("device open, %s, %s: %s", st, how,
+				       strerror(got));
+			}
+			if (states[i].noexec)
+				continue;
+			ASSERT_EQ(0, run_prog(&self->x, NOBODY, sides[side], "id",
+					      "-u", out, sizeof(out)));
+			EXPECT_STREQ(states[i].nosuid ? "65534\n" : "0\n", out) {
+				TH_LOG("set-uid, %s, %s: euid %s", st, how, out);
+			}
+		}
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* An automount point on the lower                                     */
 /* ------------------------------------------------------------------ */
@@ -2638,6 +2700,53 @@ TEST_F(idmap, idmapped_lower_refused)
 	/* The plain lower mounts. */
 	ASSERT_EQ(0, lr_aheadfs(&self->x, self->x.fs.lower, self->x.fs.mnt, ""));
 	EXPECT_EQ(0, uid_of(at(p, self->x.fs.mnt, "rootf")));
+}
+
+/* ------------------------------------------------------------------ */
+/* Case-insensitive lowers                                             */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(casefold) {
+	struct lr x;
+};
+
+FIXTURE_SETUP(casefold)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "casefold", NULL));
+}
+
+FIXTURE_TEARDOWN(casefold)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/*
+ * An ext4 with the casefold feature (a directory with +F finds "NAME" as
+ * "Name" on the lower directly) is refused as a lower: EINVAL and one line
+ * in the kernel log, not a mount where every create fails ESTALE.
+ */
+TEST_F(casefold, ext4_casefold_refused)
+{
+	char img[PATH_MAX], p[PATH_MAX];
+	int kfd, fd;
+
+	ahfs_fmt(img, sizeof(img), "%s/cf.img", self->x.fs.base);
+	ASSERT_EQ(0, ahfs_run("truncate -s 64M '%s' && mkfs.ext4 -q -F -O casefold '%s' >/dev/null && mount -o loop '%s' '%s'",
+			      img, img, img, self->x.fs.lower));
+	ahfs_fmt(self->x.mnts[self->x.nmnts++], PATH_MAX, "%s", self->x.fs.lower);
+	ASSERT_EQ(0, ahfs_run("mkdir '%s/d' && chattr +F '%s/d' && touch '%s/d/Name'",
+			      self->x.fs.lower, self->x.fs.lower, self->x.fs.lower));
+	/* Control: the lower folds case. */
+	fd = open(at(p, self->x.fs.lower, "d/NAME"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	close(fd);
+
+	kfd = ahfs_kmsg_open();
+	ASSERT_LE(0, kfd);
+	EXPECT_EQ(-1, mount(self->x.fs.lower, self->x.fs.mnt, "aheadfs", 0, ""));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_TRUE(ahfs_kmsg_grep(kfd, "has case-insensitive names: not supported"));
+	close(kfd);
 }
 
 /* ------------------------------------------------------------------ */
