@@ -5,6 +5,7 @@
 #   make modules          one module per kernel of KERNELS (default 6.1 6.12)
 #   make check            set-up, build, host tests, selftests in a guest per kernel
 #   make check KERNEL=IMAGE KDIR=DIR   the same for that one kernel (any kernel)
+#   make check-debug      the test guests under a kernel built with its checkers
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
 #   make man              man pages build/man/*.{5,8} from Documentation/man/*.rst
@@ -154,6 +155,22 @@ CHECK_KDIR := $(if $(or $(KERNEL),$(filter command line,$(origin KDIR))),$(if \
 	$(filter command line environment,$(origin KDIR)),$(KDIR)))
 check:
 	@KERNELS="$(KERNELS)" KERNEL="$(KERNEL)" KDIR="$(CHECK_KDIR)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
+
+# The kernel's own checkers: Debian's kernel source (DEBUG_KERNEL, 6.12 by
+# default) built once with lockdep, KASAN, UBSAN, kmemleak, DEBUG_OBJECTS,
+# DEBUG_LIST and the hung-task detector (scripts/debug-kernel, config in
+# selftests/config.debug, kept under build/debug-kernel/), then make
+# check's test guests under it (make check KERNEL=IMAGE KDIR=DIR): any
+# report of a checker fails.  GUEST_ARGS narrows it (--only NAME ...).
+DEBUG_KERNEL ?= 6.12
+.PHONY: check-debug
+check-debug:
+	@scripts/setup-deps
+	@set -e; out=$$(scripts/debug-kernel $(DEBUG_KERNEL)); set -- $$out; \
+	AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G \
+	AHEADFS_GUEST_TIMEOUT=$${AHEADFS_GUEST_TIMEOUT:-14400} \
+	KERNELS= KERNEL=$$1 KDIR=$$2 \
+	GUEST_ARGS="--debug-kernel --test-timeout 3600 $(GUEST_ARGS)" scripts/check
 
 bench: modules selftests $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf)
 	@scripts/setup-deps

@@ -167,6 +167,13 @@ struct aheadfs_inode_info {
 	 */
 	u64 blocks;
 	unsigned long blocks_time;
+	/*
+	 * What else a getattr of the lower reported then, which our inode does
+	 * not hold: the birth time (if AHEADFS_I_BTIME) and the statx
+	 * attributes.
+	 */
+	struct timespec64 btime;
+	u64 attributes, attributes_mask;
 	unsigned long flags;		/* AHEADFS_I_* bits */
 	umode_t lower_mode;		/* the lower's mode then (i_mode may hide set-id bits) */
 	/*
@@ -199,6 +206,8 @@ struct aheadfs_inode_info {
 #define AHEADFS_I_WRITTEN	0
 /* aheadfs_inode_info.blocks holds a value (cache.c). */
 #define AHEADFS_I_BLOCKS	1
+/* aheadfs_inode_info.btime holds the lower's birth time (cache.c). */
+#define AHEADFS_I_BTIME		2
 
 struct aheadfs_pf_state;
 struct aheadfs_dir_cache;
@@ -415,6 +424,9 @@ void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when);
 void aheadfs_perm_forget(struct inode *inode);
 bool aheadfs_attr_stat_cached(struct inode *inode);
 void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when);
+void aheadfs_stat_stamp(struct inode *inode, const struct kstat *stat,
+			unsigned long when);
+void aheadfs_stat_cached_fill(struct inode *inode, struct kstat *stat);
 bool aheadfs_entry_fresh(struct dentry *dentry);
 void aheadfs_entry_stamp(struct dentry *dentry, unsigned long when);
 void aheadfs_dir_changed(struct inode *dir);

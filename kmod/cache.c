@@ -233,6 +233,42 @@ void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when)
 }
 
 /*
+ * The lower's getattr reported @stat at @when: besides the blocks, what a
+ * stat from the cache cannot take from our inode (the birth time, the
+ * statx attributes).  A concurrent stat from the cache may see a mix of
+ * two getattrs' values, each of them the lower's within the timeout.
+ */
+void aheadfs_stat_stamp(struct inode *inode, const struct kstat *stat,
+			unsigned long when)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+
+	ai->attributes = stat->attributes;
+	ai->attributes_mask = stat->attributes_mask;
+	if (stat->result_mask & STATX_BTIME) {
+		ai->btime = stat->btime;
+		set_bit(AHEADFS_I_BTIME, &ai->flags);
+	} else {
+		clear_bit(AHEADFS_I_BTIME, &ai->flags);
+	}
+	aheadfs_blocks_stamp(inode, stat->blocks, when);
+}
+
+/* A stat from the cache: what aheadfs_stat_stamp() kept. */
+void aheadfs_stat_cached_fill(struct inode *inode, struct kstat *stat)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+
+	stat->blocks = READ_ONCE(ai->blocks);
+	stat->attributes |= ai->attributes;
+	stat->attributes_mask |= ai->attributes_mask;
+	if (test_bit(AHEADFS_I_BTIME, &ai->flags)) {
+		stat->btime = ai->btime;
+		stat->result_mask |= STATX_BTIME;
+	}
+}
+
+/*
  * When the attributes @lower holds in memory were true, in jiffies: now on
  * a local filesystem, whose inode in memory is the truth; on an NFS client,
  * the start of the call that last brought them from the server

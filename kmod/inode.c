@@ -219,9 +219,12 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
-	if (!(query_flags & AT_STATX_FORCE_SYNC) && aheadfs_attr_stat_cached(inode)) {
+	if (!(query_flags & AT_STATX_FORCE_SYNC) &&
+	    (!(request_mask & STATX_BTIME) ||
+	     test_bit(AHEADFS_I_BTIME, &AHEADFS_I(inode)->flags)) &&
+	    aheadfs_attr_stat_cached(inode)) {
 		aheadfs_fillattr(idmap, request_mask, inode, stat);
-		stat->blocks = READ_ONCE(AHEADFS_I(inode)->blocks);
+		aheadfs_stat_cached_fill(inode, stat);
 		/* The lower's own mode, set-id bits and all (copy_attr). */
 		stat->mode = READ_ONCE(AHEADFS_I(inode)->lower_mode);
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_attr_cache_hits);
@@ -249,6 +252,9 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 	asked = jiffies;
+	/* With the cache on, the birth time too: a stat from it gives it. */
+	if (READ_ONCE(sbi->attr_timeout_ms))
+		request_mask |= STATX_BTIME;
 	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
 				  query_flags);
 	dput(lower_path.dentry);
@@ -259,7 +265,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	}
 	aheadfs_copy_attr(inode);
 	if (READ_ONCE(sbi->attr_timeout_ms))
-		aheadfs_blocks_stamp(inode, stat->blocks, asked);
+		aheadfs_stat_stamp(inode, stat, asked);
 out:
 	if (!err)
 		stat->dev = sb->s_dev;
@@ -571,6 +577,8 @@ static int aheadfs_xattr_set(const struct xattr_handler *handler,
 		err = vfs_removexattr(aheadfs_sb_idmap(inode->i_sb), lower, name);
 	aheadfs_drop_write(inode->i_sb);
 	aheadfs_perm_forget(inode);
+	/* An xattr may take or free a block: the next stat asks. */
+	clear_bit(AHEADFS_I_BLOCKS, &AHEADFS_I(inode)->flags);
 	dput(lower);
 	aheadfs_copy_attr(inode);
 out:

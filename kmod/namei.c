@@ -142,8 +142,14 @@ static int instantiate(struct dentry *dentry, struct dentry *lower_parent)
 	return 0;
 }
 
+/*
+ * A directory's names changed through the mount: its attributes are
+ * refreshed, its listing dropped, and its blocks (a directory grows by
+ * blocks its inode in memory may not count: xfs) asked for at the next stat.
+ */
 static void dir_changed(struct inode *dir)
 {
+	clear_bit(AHEADFS_I_BLOCKS, &AHEADFS_I(dir)->flags);
 	aheadfs_copy_attr(dir);
 	aheadfs_dir_changed(dir);
 }

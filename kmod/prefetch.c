@@ -15,6 +15,8 @@
 #include <linux/file.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include "aheadfs.h"
 #include "window.h"
 #include "trace.h"
@@ -32,6 +34,12 @@ struct aheadfs_pf_state {
 	struct file *file;		/* ours; valid while @work may run */
 	struct work_struct work;
 	wait_queue_head_t submitted;	/* a chunk of a stream went out */
+	/*
+	 * The memory cgroup of the reader that made the streams: the worker
+	 * charges the pages it adds to it, as the reader's own reads would
+	 * be, so a window never escapes its reader's memory.max.
+	 */
+	struct mem_cgroup *memcg;
 };
 
 /* Chunks one run of the worker submits before it yields the CPU. */
@@ -98,8 +106,10 @@ static struct aheadfs_pf_state *pf_get(struct file *file, bool nowait)
 	pf->file = file;
 	INIT_WORK(&pf->work, pf_work_fn);
 	init_waitqueue_head(&pf->submitted);
+	pf->memcg = get_mem_cgroup_from_mm(current->mm);
 	old = cmpxchg(&fi->pf, NULL, pf);
 	if (old) {
+		mem_cgroup_put(pf->memcg);
 		kfree(pf);
 		return old;
 	}
@@ -146,6 +156,7 @@ void aheadfs_prefetch_release(struct file *file)
 	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes, wasted);
 	window_gauge(sbi, delta);
 	AHEADFS_F(file)->pf = NULL;
+	mem_cgroup_put(pf->memcg);
 	kfree(pf);
 }
 
@@ -297,6 +308,7 @@ static void pf_work_fn(struct work_struct *work)
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
 	struct file *lower = aheadfs_lower_file(file);
 	u64 txn = aheadfs_txn_size(sbi);
+	struct mem_cgroup *old_memcg = set_active_memcg(pf->memcg);
 	struct aheadfs_pf_chunk c;
 	u64 len;
 	int n;
@@ -308,11 +320,13 @@ static void pf_work_fn(struct work_struct *work)
 								&c);
 		spin_unlock(&pf->lock);
 		if (!len)
-			return;
+			goto out;
 		issue_chunk(file, lower, c.start, c.len, c.win);
 		chunk_done(pf, &c);
 	}
 	queue_work(aheadfs_pf_wq, work);
+out:
+	set_active_memcg(old_memcg);
 }
 
 /*

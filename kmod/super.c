@@ -333,6 +333,8 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 	ai->flags = 0;
 	ai->blocks = 0;
 	ai->blocks_time = 0;
+	ai->attributes = 0;
+	ai->attributes_mask = 0;
 	ai->lower_mode = 0;
 	seqlock_init(&ai->perm_lock);
 	ai->perm_cred = NULL;

@@ -22,6 +22,8 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 
 #include <libaio.h>
@@ -2747,6 +2749,87 @@ TEST_F(casefold, ext4_casefold_refused)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_TRUE(ahfs_kmsg_grep(kfd, "has case-insensitive names: not supported"));
 	close(kfd);
+}
+
+/* ------------------------------------------------------------------ */
+/* FIFOs and UNIX sockets                                              */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(ipc) {
+	struct lr x;
+};
+
+FIXTURE_SETUP(ipc)
+{
+	LR_SETUP(&self->x, lr_init(&self->x, "ipc", ""));
+}
+
+FIXTURE_TEARDOWN(ipc)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* connect(2) to the UNIX socket at @path: 0 or errno. */
+static int unix_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0), err = 0;
+
+	if (fd < 0)
+		return errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * The documented limit (Documentation/aheadfs.rst, "FIFOs and UNIX
+ * sockets"): a socket bound on the lower is reached on the lower and not
+ * through aheadfs (ECONNREFUSED), and a FIFO's reader on the lower is not
+ * a reader of the FIFO opened through aheadfs (ENXIO for a non-blocking
+ * writer), while a reader and a writer through aheadfs meet.
+ */
+TEST_F(ipc, fifo_and_socket_do_not_cross_layers)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char l[PATH_MAX], m[PATH_MAX], c;
+	int s, r, w;
+
+	at(l, self->x.fs.lower, "sock");
+	at(m, self->x.fs.mnt, "sock");
+	ASSERT_LT(strlen(l), sizeof(sa.sun_path));
+	ASSERT_LT(strlen(m), sizeof(sa.sun_path));
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	ASSERT_LE(0, s);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l);
+	ASSERT_EQ(0, bind(s, (struct sockaddr *)&sa, sizeof(sa)));
+	ASSERT_EQ(0, listen(s, 4));
+	EXPECT_EQ(0, unix_connect(l));
+	EXPECT_EQ(ECONNREFUSED, unix_connect(m));
+	close(s);
+
+	at(l, self->x.fs.lower, "fifo");
+	at(m, self->x.fs.mnt, "fifo");
+	ASSERT_EQ(0, mkfifo(l, 0644));
+	r = open(l, O_RDONLY | O_NONBLOCK);
+	ASSERT_LE(0, r);
+	w = open(m, O_WRONLY | O_NONBLOCK);
+	EXPECT_EQ(-1, w);
+	EXPECT_EQ(ENXIO, errno);
+	if (w >= 0)
+		close(w);
+	close(r);
+	/* Through aheadfs on both ends: they meet. */
+	r = open(m, O_RDONLY | O_NONBLOCK);
+	ASSERT_LE(0, r);
+	w = open(m, O_WRONLY | O_NONBLOCK);
+	ASSERT_LE(0, w);
+	EXPECT_EQ(1, write(w, "x", 1));
+	EXPECT_EQ(1, read(r, &c, 1));
+	close(w);
+	close(r);
 }
 
 /* ------------------------------------------------------------------ */

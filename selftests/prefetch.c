@@ -692,6 +692,103 @@ TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 	EXPECT_EQ(0, DELTA(a, d, wasted));
 }
 
+/* Bytes of @path in the page cache (mincore of a mapping: nothing faulted). */
+static long long resident(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	long long n = -1;
+	struct stat st;
+	unsigned char *vec;
+	size_t pages, i;
+	void *m;
+
+	if (fd < 0 || fstat(fd, &st))
+		goto out;
+	pages = (st.st_size + 4095) / 4096;
+	m = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	vec = malloc(pages);
+	if (m != MAP_FAILED && vec && !mincore(m, st.st_size, vec))
+		for (n = 0, i = 0; i < pages; i++)
+			n += (vec[i] & 1) * 4096LL;
+	free(vec);
+	if (m != MAP_FAILED)
+		munmap(m, st.st_size);
+out:
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+#define CG_LIMIT	(32 * MIB)
+
+/*
+ * Read @path whole, in 1 MiB requests, in a child of memory cgroup @cg:
+ * 0, or -1 if the child failed.
+ */
+static int read_in_cgroup(const char *cg, const char *path, unsigned char *buf)
+{
+	char procs[PATH_MAX];
+	int status, fd;
+	pid_t pid;
+
+	ahfs_fmt(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		char me[32];
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (ahfs_write_file(procs, me))
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(3);
+		_exit(read_seq(fd, buf, 0, 0, MIB) == 128 ? 0 : 4);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+/*
+ * A reader in a memory cgroup limited to 32 MiB reads a 128 MiB file: on the
+ * lower directly, what stays cached is within its limit; through aheadfs
+ * too, with the window on: the pages the window's worker adds are charged
+ * to the reader's cgroup (they escaped it: 128 MiB stayed cached).
+ */
+TEST_F_TIMEOUT(prefetch, window_charged_to_reader_memcg, 300)
+{
+	char cgroot[PATH_MAX], cg[PATH_MAX], m[PATH_MAX], l[PATH_MAX];
+	long long direct, stacked;
+	struct snap a, b;
+
+	ahfs_fmt(cgroot, sizeof(cgroot), "%s/cgroup", self->fs.base);
+	ahfs_fmt(cg, sizeof(cg), "%s/reader", cgroot);
+	ASSERT_EQ(0, mkdir(cgroot, 0755));
+	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s' && echo %ld >'%s/memory.max'",
+			      cgroot, cgroot, cg, CG_LIMIT, cg));
+	ASSERT_EQ(0, make_cold(&self->fs, "f", 128 * MIB));
+	ahfs_l(&self->fs, l, "f");
+	ahfs_m(&self->fs, m, "f");
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	ASSERT_EQ(0, read_in_cgroup(cg, l, self->buf));
+	direct = resident(l);
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	snap(&self->fs, &a);
+	ASSERT_EQ(0, read_in_cgroup(cg, m, self->buf));
+	snap(&self->fs, &b);
+	stacked = resident(l);
+	TH_LOG("cached after a read in a %ld MiB cgroup: %lld MiB directly, %lld MiB through aheadfs (%lld chunks prefetched)",
+	       CG_LIMIT >> 20, direct >> 20, stacked >> 20, DELTA(a, b, chunks));
+	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
+	EXPECT_GE(CG_LIMIT + 4 * MIB, direct);
+	EXPECT_LT(0, DELTA(a, b, chunks));
+	EXPECT_GE(CG_LIMIT + 4 * MIB, stacked);
+}
+
 /*
  * One open file read through again and again (a scan, a benchmark): each
  * pass from offset 0 is a new stream, and the one a pass leaves at EOF holds

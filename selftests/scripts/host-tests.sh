@@ -244,6 +244,15 @@ else
 	fail "scripts/check KERNEL= KDIR=: results under the release $rel" "$(ls "$s/build/results")"
 fi
 
+# make check-debug's way: the test guests only, with more memory.
+stubcheck KERNEL="$img" KDIR="$hdr" AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G
+stubwant "scripts/check AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G: the test guest alone, with --memory 4G" \
+"kbuild $hdr
+vm-run $v --prepare [ ]
+vm-run $v --timeout 2700 --console --tcg-single --memory 4G -- scripts/guest-run --exclude deb [ ]"
+expect "scripts/debug-kernel: an unknown version is refused" 2 "unknown version 5.10" \
+	"$top/scripts/debug-kernel" 5.10
+
 # The benchmarks' own arguments, refused before anything needs root.
 expect "bench/meta.sh: an unknown BENCH_META_CASES case is refused" 1 \
 	"BENCH_META_CASES: unknown case 'bogus'" \
