@@ -79,6 +79,7 @@ enum aheadfs_stat {
 	AHEADFS_STAT_readdir_cache_hits,
 	AHEADFS_STAT_readdir_cache_misses,
 	AHEADFS_STAT_readdir_invalidations,
+	AHEADFS_STAT_readdir_cache_evictions,
 	AHEADFS_NR_STATS
 };
 
@@ -144,6 +145,15 @@ struct aheadfs_sb_info {
 	unsigned int entry_timeout_ms;
 	unsigned int negative_timeout_ms;
 	unsigned int readdir_cache;		/* 0 or 1 */
+
+	/*
+	 * The readdir cache's memory (cache.c): bytes of every listing kept
+	 * or being filled, and the kept ones, oldest first, for reclaim.
+	 */
+	atomic_long_t dir_cache_bytes;
+	spinlock_t dir_lru_lock;
+	struct list_head dir_lru;
+	unsigned long dir_lru_count;
 
 	/* Gauges, updated by prefetch.c. */
 	atomic64_t window_cur;
@@ -430,6 +440,8 @@ void aheadfs_stat_cached_fill(struct inode *inode, struct kstat *stat);
 bool aheadfs_entry_fresh(struct dentry *dentry);
 void aheadfs_entry_stamp(struct dentry *dentry, unsigned long when);
 void aheadfs_dir_changed(struct inode *dir);
+long aheadfs_dir_cache_count(struct super_block *sb);
+long aheadfs_dir_cache_reclaim(struct super_block *sb, long nr);
 void aheadfs_dir_release(struct aheadfs_file_info *fi);
 int aheadfs_iterate_lower(struct file *file, struct file *lower,
 			  struct dir_context *ctx);

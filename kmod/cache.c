@@ -311,6 +311,9 @@ static bool lower_attr_time(struct inode *lower, unsigned long now,
  */
 struct aheadfs_dir_cache {
 	refcount_t ref;
+	struct aheadfs_sb_info *sbi;
+	struct inode *dir;	/* whose listing, once kept */
+	struct list_head lru;	/* on sbi->dir_lru while kept */
 	unsigned long time;	/* jiffies when the listing started */
 	u64 gen;		/* the directory's dir_gen then */
 	u64 seq;		/* which of the directory's caches, for dir_hint */
@@ -330,6 +333,14 @@ struct dir_rec {
 
 /* The most one directory's cache holds: about 100,000 short names. */
 #define AHEADFS_DIR_CACHE_MAX	(4 << 20)
+/*
+ * The most a mount's listings hold together, kept or being filled: a fill
+ * that would pass it makes room from the oldest kept listings, or is not
+ * kept.  The memory is the mount's, shared by every reader, so it is not
+ * charged to the memory cgroup of whoever filled it; the superblock's
+ * shrinker gives the kept listings back under memory pressure.
+ */
+#define AHEADFS_DIR_CACHE_MOUNT_MAX	(4 * AHEADFS_DIR_CACHE_MAX)
 
 static size_t dir_rec_size(int len)
 {
@@ -339,9 +350,99 @@ static size_t dir_rec_size(int len)
 static void dir_cache_put(struct aheadfs_dir_cache *dc)
 {
 	if (dc && refcount_dec_and_test(&dc->ref)) {
+		atomic_long_sub(dc->size, &dc->sbi->dir_cache_bytes);
 		kvfree(dc->buf);
 		kfree(dc);
 	}
+}
+
+/* Under @ai's dir_lock: its kept listing, taken off it and off the LRU. */
+static struct aheadfs_dir_cache *dir_cache_detach(struct aheadfs_inode_info *ai)
+{
+	struct aheadfs_dir_cache *dc = ai->dir_cache;
+	struct aheadfs_sb_info *sbi;
+
+	if (!dc)
+		return NULL;
+	sbi = dc->sbi;
+	spin_lock(&sbi->dir_lru_lock);
+	if (!list_empty(&dc->lru)) {
+		list_del_init(&dc->lru);
+		sbi->dir_lru_count--;
+	}
+	spin_unlock(&sbi->dir_lru_lock);
+	ai->dir_cache = NULL;
+	return dc;
+}
+
+/*
+ * Drop the mount's oldest kept listing: false if there is none, or if its
+ * directory is busy (its dir_lock is taken in the other order).  A listing
+ * on the LRU pins nothing, but its directory's inode stays alive while it
+ * is there: eviction takes it off under dir_lru_lock first.
+ */
+static bool dir_cache_evict_oldest(struct aheadfs_sb_info *sbi)
+{
+	struct aheadfs_dir_cache *dc;
+	struct aheadfs_inode_info *ai;
+
+	spin_lock(&sbi->dir_lru_lock);
+	dc = list_first_entry_or_null(&sbi->dir_lru, struct aheadfs_dir_cache,
+				      lru);
+	if (!dc) {
+		spin_unlock(&sbi->dir_lru_lock);
+		return false;
+	}
+	ai = AHEADFS_I(dc->dir);
+	if (!spin_trylock(&ai->dir_lock)) {
+		list_move_tail(&dc->lru, &sbi->dir_lru);
+		spin_unlock(&sbi->dir_lru_lock);
+		return false;
+	}
+	list_del_init(&dc->lru);
+	sbi->dir_lru_count--;
+	if (ai->dir_cache == dc)
+		ai->dir_cache = NULL;
+	spin_unlock(&ai->dir_lock);
+	spin_unlock(&sbi->dir_lru_lock);
+	aheadfs_stat_inc(sbi, AHEADFS_STAT_readdir_cache_evictions);
+	dir_cache_put(dc);
+	return true;
+}
+
+/* The superblock shrinker's view: kept listings, and giving @nr back. */
+long aheadfs_dir_cache_count(struct super_block *sb)
+{
+	return READ_ONCE(AHEADFS_SB(sb)->dir_lru_count);
+}
+
+long aheadfs_dir_cache_reclaim(struct super_block *sb, long nr)
+{
+	long freed = 0;
+
+	while (freed < nr && dir_cache_evict_oldest(AHEADFS_SB(sb)))
+		freed++;
+	return freed;
+}
+
+/*
+ * @delta more bytes for a listing being filled, within the mount's bound:
+ * room is made from the oldest kept listings first.
+ */
+static bool dir_cache_charge(struct aheadfs_dir_cache *dc, size_t delta)
+{
+	struct aheadfs_sb_info *sbi = dc->sbi;
+	int tries;
+
+	for (tries = 0; tries < 64; tries++) {
+		if (atomic_long_add_return(delta, &sbi->dir_cache_bytes) <=
+		    AHEADFS_DIR_CACHE_MOUNT_MAX)
+			return true;
+		atomic_long_sub(delta, &sbi->dir_cache_bytes);
+		if (!dir_cache_evict_oldest(sbi))
+			return false;
+	}
+	return false;
 }
 
 static bool dir_cache_on(struct aheadfs_sb_info *sbi)
@@ -361,8 +462,7 @@ void aheadfs_dir_changed(struct inode *dir)
 
 	spin_lock(&ai->dir_lock);
 	ai->dir_gen++;
-	old = ai->dir_cache;
-	ai->dir_cache = NULL;
+	old = dir_cache_detach(ai);
 	spin_unlock(&ai->dir_lock);
 	if (old) {
 		aheadfs_stat_inc(AHEADFS_SB(dir->i_sb),
@@ -378,8 +478,7 @@ static void dir_cache_drop(struct inode *dir)
 	struct aheadfs_dir_cache *old;
 
 	spin_lock(&ai->dir_lock);
-	old = ai->dir_cache;
-	ai->dir_cache = NULL;
+	old = dir_cache_detach(ai);
 	spin_unlock(&ai->dir_lock);
 	dir_cache_put(old);
 }
@@ -440,8 +539,7 @@ static bool dir_cache_serve(struct file *file, struct file *lower,
 	spin_lock(&ai->dir_lock);
 	dc = ai->dir_cache;
 	if (dc && !within(dc->time, READ_ONCE(sbi->entry_timeout_ms))) {
-		old = dc;
-		ai->dir_cache = NULL;
+		old = dir_cache_detach(ai);
 		dc = NULL;
 	}
 	if (dc)
@@ -492,10 +590,12 @@ static void dir_fill_begin(struct file *file, loff_t pos)
 		return;
 	}
 	aheadfs_dir_release(fi);
-	dc = kzalloc(sizeof(*dc), GFP_KERNEL_ACCOUNT);
+	dc = kzalloc(sizeof(*dc), GFP_KERNEL);
 	if (!dc)
 		return;
 	refcount_set(&dc->ref, 1);
+	dc->sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	INIT_LIST_HEAD(&dc->lru);
 	dc->time = jiffies;
 	spin_lock(&ai->dir_lock);
 	dc->gen = ai->dir_gen;
@@ -521,8 +621,13 @@ static void dir_fill_add(struct aheadfs_dir_cache *dc, const char *name,
 		size_t size = max_t(size_t, dc->size * 2, 16 << 10);
 
 		size = min_t(size_t, size, AHEADFS_DIR_CACHE_MAX);
-		buf = kvmalloc(size, GFP_KERNEL_ACCOUNT);
+		if (!dir_cache_charge(dc, size - dc->size)) {
+			dc->failed = true;
+			return;
+		}
+		buf = kvmalloc(size, GFP_KERNEL);
 		if (!buf) {
+			atomic_long_sub(size - dc->size, &dc->sbi->dir_cache_bytes);
 			dc->failed = true;
 			return;
 		}
@@ -565,9 +670,14 @@ static void dir_fill_end(struct file *file, int err, bool ended, loff_t pos)
 	dc->end = pos;
 	spin_lock(&ai->dir_lock);
 	if (dc->gen == ai->dir_gen) {
-		old = ai->dir_cache;
+		old = dir_cache_detach(ai);
 		dc->seq = ++ai->dir_seq;
+		dc->dir = file_inode(file);
 		ai->dir_cache = dc;
+		spin_lock(&dc->sbi->dir_lru_lock);
+		list_add_tail(&dc->lru, &dc->sbi->dir_lru);
+		dc->sbi->dir_lru_count++;
+		spin_unlock(&dc->sbi->dir_lru_lock);
 		dc = NULL;
 	}
 	spin_unlock(&ai->dir_lock);

@@ -412,7 +412,22 @@ static int aheadfs_show_options(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
+/* The superblock's shrinker reclaims kept readdir listings too. */
+static long aheadfs_nr_cached_objects(struct super_block *sb,
+				      struct shrink_control *sc)
+{
+	return aheadfs_dir_cache_count(sb);
+}
+
+static long aheadfs_free_cached_objects(struct super_block *sb,
+					struct shrink_control *sc)
+{
+	return aheadfs_dir_cache_reclaim(sb, sc->nr_to_scan);
+}
+
 static const struct super_operations aheadfs_sops = {
+	.nr_cached_objects = aheadfs_nr_cached_objects,
+	.free_cached_objects = aheadfs_free_cached_objects,
 	.alloc_inode	= aheadfs_alloc_inode,
 	.free_inode	= aheadfs_free_inode,
 	.evict_inode	= aheadfs_evict_inode,
@@ -447,6 +462,8 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->negative_timeout_ms = ctx->negative_timeout_ms;
 	sbi->readdir_cache = ctx->readdir_cache;
 
+	spin_lock_init(&sbi->dir_lru_lock);
+	INIT_LIST_HEAD(&sbi->dir_lru);
 	sbi->stats = alloc_percpu(struct aheadfs_stats);
 	if (!sbi->stats)
 		return -ENOMEM;

@@ -123,6 +123,7 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_readdir_cache_hits] = "readdir_cache_hits",
 	[AHEADFS_STAT_readdir_cache_misses] = "readdir_cache_misses",
 	[AHEADFS_STAT_readdir_invalidations] = "readdir_invalidations",
+	[AHEADFS_STAT_readdir_cache_evictions] = "readdir_cache_evictions",
 };
 
 static const char *const op_names[AHEADFS_NR_META_OPS] = {
@@ -175,6 +176,8 @@ static ssize_t stats_show(struct aheadfs_sb_info *sbi, char *buf)
 	}
 	for (i = 0; i < AHEADFS_NR_STATS; i++)
 		n += sysfs_emit_at(buf, n, "%s %llu\n", stat_names[i], sum[i]);
+	n += sysfs_emit_at(buf, n, "readdir_cache_bytes %ld\n",
+			   atomic_long_read(&sbi->dir_cache_bytes));
 	n += sysfs_emit_at(buf, n, "window_cur %lld\nwindow_peak %lld\n",
 			   (long long)atomic64_read(&sbi->window_cur),
 			   (long long)atomic64_read(&sbi->window_peak));

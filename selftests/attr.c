@@ -7,6 +7,7 @@
 #include "aheadfs_test.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -621,6 +622,84 @@ TEST_F(attr, readdir_cache_compat_offsets)
 	hits = ahfs_stat(&self->fs, "readdir_cache_hits");
 	ASSERT_EQ(500, count_entries(d));
 	EXPECT_LT(hits, ahfs_stat(&self->fs, "readdir_cache_hits"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
+}
+
+#define BIG_DIR_FILES	12000
+#define READERS		12
+
+/* getdents64 on @fd until @want entries were read, or the end: how many. */
+static int read_entries(int fd, int want)
+{
+	char buf[32768];
+	int n = 0;
+	long got, off;
+
+	while (n < want) {
+		got = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		for (off = 0; off < got;
+		     off += *(unsigned short *)(buf + off + 16))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The readdir cache's memory is the mount's and bounded: twelve readers
+ * part-way through one 2.7 MB listing (each fill would grow to 4 MiB)
+ * hold at most 16 MiB together, and nothing once they close; a kept
+ * listing is given back under memory pressure (the superblock's shrinker,
+ * driven here by drop_caches) while its directory stays open.
+ */
+TEST_F(attr, readdir_cache_bounded)
+{
+	char d[PATH_MAX], ld[PATH_MAX];
+	int fds[READERS], i, n, dfd;
+	long long bytes, ev;
+
+	ASSERT_EQ(0, mkdir(ahfs_l(&self->fs, ld, "huge"), 0755));
+	ASSERT_EQ(0, ahfs_run("cd '%s' && python3 -c 'import os\nfor i in range(%d): open(\"%%0200d\" %% i, \"w\").close()'",
+			      ld, BIG_DIR_FILES));
+	ahfs_m(&self->fs, d, "huge");
+	ASSERT_EQ(0, ahfs_set(&self->fs, "entry_timeout_ms", "600000"));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "1"));
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "readdir_cache_bytes"));
+	for (i = 0; i < READERS; i++) {
+		fds[i] = open(d, O_RDONLY | O_DIRECTORY);
+		ASSERT_LE(0, fds[i]);
+		n = read_entries(fds[i], BIG_DIR_FILES * 9 / 10);
+		ASSERT_LE(BIG_DIR_FILES * 9 / 10, n);
+	}
+	bytes = ahfs_stat(&self->fs, "readdir_cache_bytes");
+	TH_LOG("%d readers part-way through %d entries hold %lld KiB", READERS,
+	       BIG_DIR_FILES, bytes >> 10);
+	EXPECT_LT(4 << 20, bytes);
+	EXPECT_GE(16 << 20, bytes);
+	for (i = 0; i < READERS; i++)
+		close(fds[i]);
+	EXPECT_EQ(0, ahfs_stat(&self->fs, "readdir_cache_bytes"));
+
+	/* One whole listing kept, then reclaimed while the directory is open. */
+	dfd = open(d, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, dfd);
+	ASSERT_EQ(BIG_DIR_FILES + 2, read_entries(dfd, INT_MAX));
+	EXPECT_LT(0, ahfs_stat(&self->fs, "readdir_cache_bytes"));
+	ev = ahfs_stat(&self->fs, "readdir_cache_evictions");
+	/*
+	 * The superblock shrinker scans its objects in proportion to the
+	 * dentries and inodes it also holds (readdir priming made 12000):
+	 * the listing goes once they have gone, within a few rounds.
+	 */
+	bytes = 1;
+	for (i = 0; i < 3 && bytes; i++) {
+		ASSERT_EQ(0, ahfs_write_file("/proc/sys/vm/drop_caches", "2"));
+		bytes = ahfs_stat(&self->fs, "readdir_cache_bytes");
+	}
+	EXPECT_EQ(0, bytes);
+	EXPECT_LT(ev, ahfs_stat(&self->fs, "readdir_cache_evictions"));
+	close(dfd);
 	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
 }
 

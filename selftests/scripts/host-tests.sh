@@ -253,6 +253,19 @@ vm-run $v --timeout 2700 --console --tcg-single --memory 4G -- scripts/guest-run
 expect "scripts/debug-kernel: an unknown version is refused" 2 "unknown version 5.10" \
 	"$top/scripts/debug-kernel" 5.10
 
+# A skip counts only if the allow-list names it; any other fails the run.
+k=$tmp/ktap && mkdir -p "$k"
+printf 'TAP version 13\n1..1\nok 1 xfs.tracing # SKIP runs on ext4 only\n' >"$k/6.1.0-1-amd64-xfs-tracing.tap"
+printf 'TAP version 13\n1..1\nok 1 xfs.data\n' >"$k/6.1.0-1-amd64-xfs-data.tap"
+expect "ktap-summary: a skip on the allow-list is a skip" 0 "1 passed, 0 failed, 1 skipped" \
+	"$top/scripts/ktap-summary" "$k/6.1.0-1-amd64-xfs-tracing.tap" "$k/6.1.0-1-amd64-xfs-data.tap"
+printf 'TAP version 13\n1..2\nok 1 a # SKIP no tool\nok 2 b\n' >"$k/other.tap"
+expect "ktap-summary: a skip not on the allow-list fails the run" 1 "1 passed, 1 failed, 1 skipped" \
+	"$top/scripts/ktap-summary" "$k/6.1.0-1-amd64-xfs-tracing.tap" "$k/other.tap"
+printf '^other: ok 1 a # SKIP no tool$\n' >"$k/allow"
+expect "ktap-summary: AHEADFS_SKIP_ALLOW names another allow-list" 0 "1 passed, 0 failed, 1 skipped" \
+	env AHEADFS_SKIP_ALLOW="$k/allow" "$top/scripts/ktap-summary" "$k/other.tap"
+
 # The benchmarks' own arguments, refused before anything needs root.
 expect "bench/meta.sh: an unknown BENCH_META_CASES case is refused" 1 \
 	"BENCH_META_CASES: unknown case 'bogus'" \
