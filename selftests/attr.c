@@ -229,7 +229,7 @@ TEST_F(attr, attr_cache_opt_in)
  * directory, a large xattr): st_blocks follows the lower; and a statx from
  * the cache keeps the birth time and the statx attributes.
  */
-TEST_F(attr, attr_cache_stat_after_own_changes)
+TEST_F_TIMEOUT(attr, attr_cache_stat_after_own_changes, 120)
 {
 	char d[PATH_MAX], ld[PATH_MAX], p[PATH_MAX], name[32];
 	struct statx a, b;
@@ -502,7 +502,7 @@ static ino_t dotdot_ino(const char *dir)
  * parent as "..", as the lower does, with its listing cached before the
  * move; and so do both directories of a RENAME_EXCHANGE.
  */
-TEST_F(attr, readdir_cache_dotdot_after_rename)
+TEST_F_TIMEOUT(attr, readdir_cache_dotdot_after_rename, 120)
 {
 	char a[PATH_MAX], b[PATH_MAX], am[PATH_MAX], bm[PATH_MAX], bn[PATH_MAX];
 	char lbm[PATH_MAX], lb[PATH_MAX];
@@ -591,7 +591,7 @@ out:
  * the directory as it does on the lower directly; and the 32-bit listing
  * leaves the cache to the 64-bit readers.
  */
-TEST_F(attr, readdir_cache_compat_offsets)
+TEST_F_TIMEOUT(attr, readdir_cache_compat_offsets, 120)
 {
 	char d[PATH_MAX], ld[PATH_MAX];
 	long long hits;
@@ -653,7 +653,7 @@ static int read_entries(int fd, int want)
  * listing is given back under memory pressure (the superblock's shrinker,
  * driven here by drop_caches) while its directory stays open.
  */
-TEST_F(attr, readdir_cache_bounded)
+TEST_F_TIMEOUT(attr, readdir_cache_bounded, 300)
 {
 	char d[PATH_MAX], ld[PATH_MAX];
 	int fds[READERS], i, n, dfd;
@@ -876,7 +876,7 @@ static int can_read(void *path)
  * is seen through the mount at once, both ways, for files and for the
  * directories of a path walk, and nothing is counted as a cache hit.
  */
-TEST_F(attr, perm_local_lower_decides)
+TEST_F_TIMEOUT(attr, perm_local_lower_decides, 120)
 {
 	char g[PATH_MAX];
 	int round;

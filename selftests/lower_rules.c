@@ -855,7 +855,7 @@ FIXTURE_TEARDOWN(ro)
  * superblock) fails EROFS, as on it directly, and so does access(W_OK),
  * every time it is asked; the lower is untouched.
  */
-TEST_F(ro, every_change_is_erofs)
+TEST_F_TIMEOUT(ro, every_change_is_erofs, 120)
 {
 	struct buf before = {}, after = {};
 	char p[PATH_MAX], data[64];
@@ -1580,7 +1580,7 @@ TEST_F(mflags, nosuid_exec)
  * directly; remounted nosuid instead, a set-uid program runs without its
  * euid on both sides; remounted plain, all of it works again.
  */
-TEST_F(mflags, remounted_after_mount)
+TEST_F_TIMEOUT(mflags, remounted_after_mount, 120)
 {
 	static const struct {
 		const char *opts;	/* remount,bind,OPTS; NULL: as mounted */
@@ -2050,21 +2050,21 @@ static void posix_released_behind(struct __test_metadata *_metadata,
 }
 
 /* A holder closing the file on the lower drops its lock there; aheadfs then grants the range, and its lock goes at close. */
-TEST_F(locks, posix_dropped_on_the_lower)
+TEST_F_TIMEOUT(locks, posix_dropped_on_the_lower, 60)
 {
 	posix_released_behind(_metadata, &self->x, self->m, self->l,
 			      self->l, 'o', 0);
 }
 
 /* The same with F_SETLKW, which must be granted at once. */
-TEST_F(locks, posix_dropped_on_the_lower_setlkw)
+TEST_F_TIMEOUT(locks, posix_dropped_on_the_lower_setlkw, 60)
 {
 	posix_released_behind(_metadata, &self->x, self->m, self->l,
 			      self->l, 'o', 1);
 }
 
 /* A lock unlocked through a second aheadfs mount is granted again through the first. */
-TEST_F(locks, posix_unlocked_through_other_mount)
+TEST_F_TIMEOUT(locks, posix_unlocked_through_other_mount, 60)
 {
 	posix_released_behind(_metadata, &self->x, self->m, self->m2,
 			      self->l, 'v', 0);
@@ -2074,7 +2074,7 @@ TEST_F(locks, posix_unlocked_through_other_mount)
  * A POSIX lock taken through aheadfs goes when its owner closes any
  * descriptor of the file (here one of the other mount), as on the lower.
  */
-TEST_F(locks, posix_released_by_any_close)
+TEST_F_TIMEOUT(locks, posix_released_by_any_close, 60)
 {
 	struct holder h = { .other = self->m2 };
 
@@ -2727,7 +2727,7 @@ FIXTURE_TEARDOWN(casefold)
  * "Name" on the lower directly) is refused as a lower: EINVAL and one line
  * in the kernel log, not a mount where every create fails ESTALE.
  */
-TEST_F(casefold, ext4_casefold_refused)
+TEST_F_TIMEOUT(casefold, ext4_casefold_refused, 120)
 {
 	char img[PATH_MAX], p[PATH_MAX];
 	int kfd, fd;
@@ -2791,7 +2791,7 @@ static int unix_connect(const char *path)
  * a reader of the FIFO opened through aheadfs (ENXIO for a non-blocking
  * writer), while a reader and a writer through aheadfs meet.
  */
-TEST_F(ipc, fifo_and_socket_do_not_cross_layers)
+TEST_F_TIMEOUT(ipc, fifo_and_socket_do_not_cross_layers, 60)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char l[PATH_MAX], m[PATH_MAX], c;
