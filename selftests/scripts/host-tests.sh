@@ -204,7 +204,9 @@ printf 'selftests deb checkpatch:\n\t@true\nuserland-check man-check scripts-che
 # stubcheck ENV...: the stub tree's check with ENV; its calls, sorted, in $out.
 stubcheck() {
 	rm -f "$s/build/calls"
-	env -u AHEADFS_CHECK_PLAN "$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
+	env -u AHEADFS_CHECK_PLAN -u AHEADFS_CHECK_GUESTS -u AHEADFS_GUEST_MEMORY \
+		-u AHEADFS_GUEST_TIMEOUT -u AHEADFS_DEB_TIMEOUT \
+		"$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
 	rc=$?
 	out=$(sort "$s/build/calls" 2>/dev/null)
 }
