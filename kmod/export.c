@@ -45,9 +45,9 @@ static int lower_encode(struct inode *lower, u32 *fh, int *max_len,
  * When the lower directory is not the root of its filesystem, a file's
  * handle carries its lower parent (the lower's connectable encoding), even
  * if the caller did not ask for one: decoded after a cache drop, the file is
- * then reconnected through that parent and proved to lie under the lower
- * directory (lower_acceptable).  Like nfsd's subtree_check, a file moved to
- * another directory gets a new handle, and its old one is stale.
+ * found again in that parent and so proved to lie under the lower
+ * directory.  A file since moved elsewhere is looked for under the lower
+ * directory (place_file), so the handle stays valid across a rename.
  */
 static int aheadfs_encode_fh(struct inode *inode, u32 *fh, int *max_len,
 			     struct inode *parent)
@@ -74,11 +74,11 @@ static int aheadfs_encode_fh(struct inode *inode, u32 *fh, int *max_len,
 /*
  * Every file must lie under the lower directory of this mount, or a handle
  * would open a way out of it.  exportfs has connected a directory before
- * asking.  A file that is disconnected (decoded after a cache drop) is not
- * acceptable as it is: exportfs then reconnects it through the parent its
- * handle carries (aheadfs_encode_fh) and asks again; with no parent in the
- * handle it is refused, ESTALE.  A file unlinked while still open keeps its
- * last parent, so it is found as long as it is open, as on the lower.
+ * asking.  A non-directory that is disconnected (decoded after a cache
+ * drop) cannot be checked as it is: it is taken, and place_file() then
+ * finds it a parent under the lower directory or refuses it.  A file
+ * unlinked while still open keeps its last parent, so it is found as long
+ * as it is open, as on the lower.
  */
 static int lower_acceptable(void *context, struct dentry *lower)
 {
@@ -87,6 +87,13 @@ static int lower_acceptable(void *context, struct dentry *lower)
 	if (lower_is_fs_root(sb))
 		return 1;
 	return is_subdir(lower, lower_root(sb));
+}
+
+static int lower_acceptable_file(void *context, struct dentry *lower)
+{
+	if (!d_is_dir(lower) && IS_ROOT(lower))
+		return 1;
+	return lower_acceptable(context, lower);
 }
 
 /*
@@ -221,28 +228,15 @@ static struct dentry *upper_dentry(struct super_block *sb,
 	return upper;
 }
 
-static struct dentry *aheadfs_fh_to_dentry(struct super_block *sb,
-					   struct fid *fid, int fh_len,
-					   int fh_type)
-{
-	struct dentry *lower;
-
-	/* Directories come back connected to the lower root, and checked. */
-	lower = exportfs_decode_fh(AHEADFS_SB(sb)->lower.mnt, fid, fh_len,
-				   fh_type, lower_acceptable, sb);
-	if (IS_ERR(lower))
-		return lower;
-	return upper_dentry(sb, lower);
-}
-
 /*
- * The parent named in a connectable handle (nfsd's subtree_check).  The
+ * The connected lower directory that a connectable handle names as its
+ * parent, under the lower directory; NULL when the handle names none.  The
  * lower's fh_to_parent may return a disconnected directory; decoding that
  * directory's own handle connects it and checks it like any other.
  */
-static struct dentry *aheadfs_fh_to_parent(struct super_block *sb,
-					   struct fid *fid, int fh_len,
-					   int fh_type)
+static struct dentry *lower_handle_parent(struct super_block *sb,
+					  struct fid *fid, int fh_len,
+					  int fh_type)
 {
 	struct super_block *lower_sb = AHEADFS_SB(sb)->lower.mnt->mnt_sb;
 	const struct export_operations *lop = lower_sb->s_export_op;
@@ -252,38 +246,16 @@ static struct dentry *aheadfs_fh_to_parent(struct super_block *sb,
 	int type;
 
 	if (!lop->fh_to_parent)
-		return ERR_PTR(-ESTALE);
+		return NULL;
 	dir = lop->fh_to_parent(lower_sb, fid, fh_len, fh_type);
 	if (IS_ERR_OR_NULL(dir))
-		return dir ? dir : ERR_PTR(-ESTALE);
+		return dir;
 	type = lower_encode(d_inode(dir), fh, &len, NULL);
 	dput(dir);
 	if (type == FILEID_INVALID)
 		return ERR_PTR(-ESTALE);
-	dir = exportfs_decode_fh(AHEADFS_SB(sb)->lower.mnt, (struct fid *)fh,
-				 len, type, lower_acceptable, sb);
-	if (IS_ERR(dir))
-		return dir;
-	return upper_dentry(sb, dir);
-}
-
-/*
- * Every aheadfs directory dentry is connected (see connect()), so its
- * parent is the dentry's own, as long as the lower still agrees.
- */
-static struct dentry *aheadfs_get_parent(struct dentry *child)
-{
-	struct dentry *parent = dget_parent(child);
-	struct dentry *lower = aheadfs_get_lower(child);
-	bool same = lower && parent != child &&
-		    READ_ONCE(lower->d_parent) == aheadfs_lower_dentry(parent);
-
-	dput(lower);
-	if (!same) {
-		dput(parent);
-		return ERR_PTR(-ESTALE);
-	}
-	return parent;
+	return exportfs_decode_fh(AHEADFS_SB(sb)->lower.mnt, (struct fid *)fh,
+				  len, type, lower_acceptable, sb);
 }
 
 struct name_search {
@@ -308,45 +280,45 @@ static bool name_actor(struct dir_context *ctx, const char *name, int len,
 	return false;
 }
 
-/*
- * The name of @child in @parent, from the lower: the lower's get_name when
- * it has one, else a search of the lower directory for the lower inode
- * number (what exportfs's default does on any filesystem), so the search
- * runs once, in the lower, under the caller's credentials.
- */
-static int aheadfs_get_name(struct dentry *parent, char *name,
-			    struct dentry *child)
+/* The inode number the lower's readdir gives @lower. */
+static int lower_ino(struct vfsmount *mnt, struct dentry *lower, u64 *ino)
 {
-	struct path dir_path = { .mnt = AHEADFS_SB(parent->d_sb)->lower.mnt };
-	struct path child_path = { .mnt = dir_path.mnt };
-	const struct export_operations *lop;
+	struct path path = { .mnt = mnt, .dentry = lower };
+	struct kstat st;
+	int err;
+
+	err = vfs_getattr_nosec(&path, &st, STATX_INO, AT_STATX_SYNC_AS_STAT);
+	if (!err)
+		*ino = st.ino;
+	return err;
+}
+
+/*
+ * The name of @child in the lower directory @dir: the lower's get_name
+ * when it has one, else a search of @dir for the lower inode number (what
+ * exportfs's default does on any filesystem), under the caller's
+ * credentials.
+ */
+static int lower_name_in(const struct path *dir, struct dentry *child,
+			 char *name)
+{
+	const struct export_operations *lop = dir->dentry->d_sb->s_export_op;
 	struct name_search ns = {
 		.ctx.actor = name_actor,
 		.name = name,
 	};
-	struct kstat st;
 	struct file *file;
 	unsigned long seen;
-	int err = -ESTALE;
+	int err;
 
-	dir_path.dentry = aheadfs_get_lower(parent);
-	child_path.dentry = aheadfs_get_lower(child);
-	if (!dir_path.dentry || !child_path.dentry)
-		goto out;
-	lop = dir_path.dentry->d_sb->s_export_op;
-	if (lop->get_name) {
-		err = lop->get_name(dir_path.dentry, name, child_path.dentry);
-		goto out;
-	}
-	err = vfs_getattr_nosec(&child_path, &st, STATX_INO,
-				AT_STATX_SYNC_AS_STAT);
+	if (lop->get_name)
+		return lop->get_name(dir->dentry, name, child);
+	err = lower_ino(dir->mnt, child, &ns.ino);
 	if (err)
-		goto out;
-	ns.ino = st.ino;
-	file = dentry_open(&dir_path, O_RDONLY | O_DIRECTORY, current_cred());
-	err = PTR_ERR(file);
+		return err;
+	file = dentry_open(dir, O_RDONLY | O_DIRECTORY, current_cred());
 	if (IS_ERR(file))
-		goto out;
+		return PTR_ERR(file);
 	do {
 		seen = ns.seen;
 		err = iterate_dir(file, &ns.ctx);
@@ -354,9 +326,278 @@ static int aheadfs_get_name(struct dentry *parent, char *name,
 	fput(file);
 	if (!err && !ns.found)
 		err = -ENOENT;
-out:
-	dput(child_path.dentry);
-	dput(dir_path.dentry);
+	return err;
+}
+
+/*
+ * How many directory entries a search for a moved file reads at most
+ * (Documentation/copy-offload.rst, "File handles").
+ */
+#define AHEADFS_FH_SEARCH_ENTRIES	(1UL << 18)
+
+struct search_name {
+	struct list_head list;
+	int len;
+	char name[];
+};
+
+struct search_dir {
+	struct list_head list;
+	struct dentry *dentry;
+};
+
+struct tree_search {
+	struct dir_context ctx;
+	u64 ino;
+	unsigned long left;		/* entries still to be read */
+	unsigned long seen;
+	struct list_head names;		/* subdirectories, then the match */
+	bool found;
+	int err;
+};
+
+static bool tree_actor(struct dir_context *ctx, const char *name, int len,
+		       loff_t pos, u64 ino, unsigned int type)
+{
+	struct tree_search *ts = container_of(ctx, struct tree_search, ctx);
+	struct search_name *sn;
+
+	ts->seen++;
+	if (len > NAME_MAX || is_dot_dotdot(name, len))
+		return true;
+	if (!ts->left) {
+		ts->err = -E2BIG;
+		return false;
+	}
+	ts->left--;
+	if (ino != ts->ino && type != DT_DIR && type != DT_UNKNOWN)
+		return true;
+	sn = kmalloc(struct_size(sn, name, len + 1), GFP_KERNEL);
+	if (!sn) {
+		ts->err = -ENOMEM;
+		return false;
+	}
+	sn->len = len;
+	memcpy(sn->name, name, len);
+	sn->name[len] = '\0';
+	if (ino == ts->ino) {
+		/* First on the list: looked up before any subdirectory. */
+		list_add(&sn->list, &ts->names);
+		ts->found = true;
+		return false;
+	}
+	list_add_tail(&sn->list, &ts->names);
+	return true;
+}
+
+/* Reads the lower directory @dir into @ts; an unreadable one is passed. */
+static void search_read_dir(struct vfsmount *mnt, struct dentry *dir,
+			    struct tree_search *ts)
+{
+	struct path path = { .mnt = mnt, .dentry = dir };
+	struct file *file;
+	unsigned long seen;
+	int err;
+
+	file = dentry_open(&path, O_RDONLY | O_DIRECTORY, current_cred());
+	if (IS_ERR(file))
+		return;
+	do {
+		seen = ts->seen;
+		err = iterate_dir(file, &ts->ctx);
+	} while (!err && !ts->found && !ts->err && ts->seen != seen);
+	fput(file);
+}
+
+/*
+ * @d, looked up in the search: the dentry searched for, or a directory
+ * queued to be read (an error pointer either way, the reference taken).
+ */
+static struct dentry *search_next(struct dentry *lower, struct dentry *d,
+				  struct list_head *queue)
+{
+	struct search_dir *sd;
+
+	if (d_inode(d) == d_inode(lower))
+		return d;
+	sd = d_is_dir(d) ? kmalloc(sizeof(*sd), GFP_KERNEL) : NULL;
+	if (!sd) {
+		dput(d);
+		return ERR_PTR(-ESTALE);
+	}
+	sd->dentry = d;
+	list_add_tail(&sd->list, queue);
+	return ERR_PTR(-ESTALE);
+}
+
+/*
+ * The connected lower dentry of the non-directory @lower (disconnected),
+ * found by a breadth-first search of the lower directory for its inode
+ * number, reading at most AHEADFS_FH_SEARCH_ENTRIES entries.  -ESTALE when
+ * it is not there (moved out, or never in), or too far to be found.
+ */
+static struct dentry *search_lower(struct super_block *sb,
+				   struct dentry *lower)
+{
+	struct vfsmount *mnt = AHEADFS_SB(sb)->lower.mnt;
+	struct tree_search ts = {
+		.ctx.actor = tree_actor,
+		.left = AHEADFS_FH_SEARCH_ENTRIES,
+		.names = LIST_HEAD_INIT(ts.names),
+	};
+	struct dentry *found = ERR_PTR(-ESTALE);
+	struct search_name *sn, *nsn;
+	struct search_dir *sd, *nsd;
+	LIST_HEAD(queue);
+	struct dentry *d;
+	int err;
+
+	err = lower_ino(mnt, lower, &ts.ino);
+	if (err)
+		return ERR_PTR(err);
+	sd = kmalloc(sizeof(*sd), GFP_KERNEL);
+	if (!sd)
+		return ERR_PTR(-ENOMEM);
+	sd->dentry = dget(lower_root(sb));
+	list_add_tail(&sd->list, &queue);
+
+	while (!list_empty(&queue) && IS_ERR(found) && !ts.err) {
+		sd = list_first_entry(&queue, struct search_dir, list);
+		list_del(&sd->list);
+		ts.found = false;
+		search_read_dir(mnt, sd->dentry, &ts);
+		list_for_each_entry_safe(sn, nsn, &ts.names, list) {
+			list_del(&sn->list);
+			if (IS_ERR(found) && !ts.err &&
+			    !fatal_signal_pending(current)) {
+				d = lookup_positive_unlocked(sn->name,
+							     sd->dentry,
+							     sn->len);
+				if (!IS_ERR(d))
+					found = search_next(lower, d, &queue);
+			}
+			kfree(sn);
+		}
+		dput(sd->dentry);
+		kfree(sd);
+		if (fatal_signal_pending(current))
+			ts.err = -EINTR;
+	}
+	list_for_each_entry_safe(sd, nsd, &queue, list) {
+		dput(sd->dentry);
+		kfree(sd);
+	}
+	if (ts.err == -E2BIG)
+		pr_warn_ratelimited("aheadfs: a file handle's inode %llu not found in the first %lu entries of the lower directory: stale\n",
+				    ts.ino, AHEADFS_FH_SEARCH_ENTRIES);
+	if (IS_ERR(found) && ts.err == -ENOMEM)
+		found = ERR_PTR(-ENOMEM);
+	return found;
+}
+
+/*
+ * A disconnected lower non-directory (its handle decoded after a cache
+ * drop) placed under the lower directory: found in the parent its handle
+ * names, which is the common case, else, if the handle names a parent at
+ * all (aheadfs's handles do), looked for under the lower directory, since
+ * the file may have been moved.  A handle naming no parent was not made by
+ * this mount: -ESTALE.  Takes over the reference to @lower.
+ */
+static struct dentry *place_file(struct super_block *sb, struct fid *fid,
+				 int fh_len, int fh_type,
+				 struct dentry *lower)
+{
+	struct path dir = { .mnt = AHEADFS_SB(sb)->lower.mnt };
+	char name[NAME_MAX + 1];
+	struct dentry *d;
+
+	dir.dentry = lower_handle_parent(sb, fid, fh_len, fh_type);
+	if (!dir.dentry) {
+		dput(lower);
+		return ERR_PTR(-ESTALE);
+	}
+	if (!IS_ERR(dir.dentry)) {
+		d = ERR_PTR(-ENOENT);
+		if (!lower_name_in(&dir, lower, name))
+			d = lookup_positive_unlocked(name, dir.dentry,
+						     strlen(name));
+		dput(dir.dentry);
+		if (!IS_ERR(d)) {
+			if (d_inode(d) == d_inode(lower)) {
+				dput(lower);
+				return d;
+			}
+			dput(d);
+		}
+	}
+	d = search_lower(sb, lower);
+	dput(lower);
+	return d;
+}
+
+static struct dentry *aheadfs_fh_to_dentry(struct super_block *sb,
+					   struct fid *fid, int fh_len,
+					   int fh_type)
+{
+	struct dentry *lower;
+
+	/* Directories come back connected to the lower root, and checked. */
+	lower = exportfs_decode_fh(AHEADFS_SB(sb)->lower.mnt, fid, fh_len,
+				   fh_type, lower_acceptable_file, sb);
+	if (IS_ERR(lower))
+		return lower;
+	if (!d_is_dir(lower) && IS_ROOT(lower) && !lower_is_fs_root(sb)) {
+		lower = place_file(sb, fid, fh_len, fh_type, lower);
+		if (IS_ERR(lower))
+			return lower;
+	}
+	return upper_dentry(sb, lower);
+}
+
+/* The parent named in a connectable handle (nfsd's subtree_check). */
+static struct dentry *aheadfs_fh_to_parent(struct super_block *sb,
+					   struct fid *fid, int fh_len,
+					   int fh_type)
+{
+	struct dentry *dir = lower_handle_parent(sb, fid, fh_len, fh_type);
+
+	if (IS_ERR_OR_NULL(dir))
+		return dir ? dir : ERR_PTR(-ESTALE);
+	return upper_dentry(sb, dir);
+}
+
+/*
+ * Every aheadfs directory dentry is connected (see connect()), so its
+ * parent is the dentry's own, as long as the lower still agrees.
+ */
+static struct dentry *aheadfs_get_parent(struct dentry *child)
+{
+	struct dentry *parent = dget_parent(child);
+	struct dentry *lower = aheadfs_get_lower(child);
+	bool same = lower && parent != child &&
+		    READ_ONCE(lower->d_parent) == aheadfs_lower_dentry(parent);
+
+	dput(lower);
+	if (!same) {
+		dput(parent);
+		return ERR_PTR(-ESTALE);
+	}
+	return parent;
+}
+
+/* The name of @child in @parent, from the lower. */
+static int aheadfs_get_name(struct dentry *parent, char *name,
+			    struct dentry *child)
+{
+	struct path dir = { .mnt = AHEADFS_SB(parent->d_sb)->lower.mnt };
+	struct dentry *lower_child = aheadfs_get_lower(child);
+	int err = -ESTALE;
+
+	dir.dentry = aheadfs_get_lower(parent);
+	if (dir.dentry && lower_child)
+		err = lower_name_in(&dir, lower_child, name);
+	dput(lower_child);
+	dput(dir.dentry);
 	return err;
 }
 

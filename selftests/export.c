@@ -4,9 +4,9 @@
  * open_by_handle_at, the calls nfsd's handles go through too: a file's
  * handle is the lower's connectable one (the file and its lower parent), so
  * the lower decodes it too; it outlives a dentry-cache drop and a remount,
- * finds renamed files and directories, refuses what lies outside the mount's
- * lower directory or left it (the lower directory is not the root of its
- * filesystem here), opens a removed file while it is still open, and many
+ * finds renamed and moved files and directories, refuses what lies outside
+ * the mount's lower directory or left it (the lower directory is not the
+ * root of its filesystem here), opens a removed file while it is still open, and many
  * decoders of one handle at once share one inode.  The NFS side is in
  * export-nfs.sh.
  */
@@ -339,6 +339,80 @@ TEST_F(export, file_moved_out_is_refused)
 			close(fd);
 		}
 	}
+}
+
+/*
+ * Moved to another directory inside the mount, through the mount or in the
+ * lower, a file opens by the handle taken before the move, its dentries
+ * cached or not, as the lower's own handle opens it: also once the
+ * directory named in the handle is gone, and many levels down.  (nfsd's
+ * subtree_check would call it stale; a client with the file open would
+ * lose it to a `mv` on the server.)
+ */
+TEST_F(export, file_moved_to_another_directory)
+{
+	static const struct { bool lower; const char *from, *to; } moves[] = {
+		{ false, "d1/f", "d2/f" },
+		{ true, "d2/f", "d2/d3/d4/g" },
+		{ false, "d2/d3/d4/g", "h" },
+		{ true, "h", "d2/d3/i" },
+	};
+	char a[PATH_MAX], b[PATH_MAX];
+	int drop, fd, lfd, lmfd;
+	struct fh fh, lfh;
+	struct stat st;
+	unsigned int i;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d1"), 0755));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d2"), 0755));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d2/d3"), 0755));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d2/d3/d4"), 0755));
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, a, "d1/f"), 4096));
+	ASSERT_EQ(0, stat(a, &st));
+	ASSERT_EQ(0, get_fh(a, &fh));
+	ASSERT_EQ(0, get_fh(ahfs_l(&self->fs, b, "d1/f"), &lfh));
+	lmfd = lower_mfd(&self->fs);
+	ASSERT_LE(0, lmfd);
+
+	for (i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+		if (moves[i].lower) {
+			ASSERT_EQ(0, rename(ahfs_l(&self->fs, a, moves[i].from),
+					    ahfs_l(&self->fs, b, moves[i].to)));
+		} else {
+			ASSERT_EQ(0, rename(ahfs_m(&self->fs, a, moves[i].from),
+					    ahfs_m(&self->fs, b, moves[i].to)));
+		}
+		/* The directory the handle names, gone after the second move. */
+		if (i == 1) {
+			ASSERT_EQ(0, rmdir(ahfs_l(&self->fs, a, "d1")));
+		}
+		for (drop = 0; drop < 2; drop++) {
+			if (drop) {
+				ASSERT_EQ(0, ahfs_drop_caches());
+			}
+			/* The reference: the lower's own handle, on the lower. */
+			lfd = open_fh(lmfd, &lfh, O_RDONLY);
+			ASSERT_LE(0, lfd) TH_LOG("lower: '%s' moved to '%s': %s",
+						 moves[i].from, moves[i].to,
+						 strerror(-lfd));
+			close(lfd);
+			fd = open_fh(self->mfd, &fh, O_RDONLY);
+			EXPECT_LE(0, fd) TH_LOG("'%s' moved to '%s' %s%s: %s",
+						moves[i].from, moves[i].to,
+						moves[i].lower ? "in the lower" :
+						"through the mount",
+						drop ? ", caches dropped" : "",
+						strerror(-fd));
+			if (fd < 0)
+				continue;
+			EXPECT_EQ(0, same_file(fd, &st, 4096));
+			/* Connected where it now is. */
+			EXPECT_STREQ(ahfs_m(&self->fs, a, moves[i].to),
+				     fd_path(fd, b));
+			close(fd);
+		}
+	}
+	close(lmfd);
 }
 
 /*
