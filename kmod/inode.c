@@ -106,6 +106,27 @@ static int iget_set(struct inode *inode, void *lower)
 	return 0;
 }
 
+/*
+ * i_rwsem of an aheadfs inode, in a class of its stacking depth (see
+ * aheadfs_lockdep_sb()), set before unlock_new_inode(), which then leaves
+ * a directory's alone.
+ */
+static void aheadfs_lockdep_inode(struct inode *inode)
+{
+#ifdef CONFIG_LOCKDEP
+	static struct lock_class_key dir_key[FILESYSTEM_MAX_STACK_DEPTH];
+	static struct lock_class_key key[FILESYSTEM_MAX_STACK_DEPTH];
+	int depth = inode->i_sb->s_stack_depth - 1;
+
+	if (WARN_ON_ONCE(depth < 0 || depth >= FILESYSTEM_MAX_STACK_DEPTH))
+		return;
+	if (S_ISDIR(inode->i_mode))
+		lockdep_set_class(&inode->i_rwsem, &dir_key[depth]);
+	else
+		lockdep_set_class(&inode->i_rwsem, &key[depth]);
+#endif
+}
+
 struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 {
 	struct inode *inode;
@@ -130,6 +151,7 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 	inode->i_acl = ACL_DONT_CACHE;
 	inode->i_default_acl = ACL_DONT_CACHE;
 	aheadfs_copy_attr(inode);
+	aheadfs_lockdep_inode(inode);
 
 	switch (lower->i_mode & S_IFMT) {
 	case S_IFDIR:

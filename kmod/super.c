@@ -384,6 +384,32 @@ static int aheadfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 }
 
 /* syncfs(2) on the mount must reach the lower filesystem's dirty data. */
+/*
+ * An aheadfs mount over another takes the lower aheadfs's locks while it
+ * holds its own: the same lock classes, one level down.  Each stacking
+ * depth has classes of its own (as overlayfs gives its inodes), so lockdep
+ * sees an order between two locks, not one lock taken twice: the rename
+ * mutex and the freeze levels of the superblock here, the inodes' i_rwsem
+ * in aheadfs_iget(), s_umount (held during mount) nested in sync_fs.
+ */
+static void aheadfs_lockdep_sb(struct super_block *sb)
+{
+#ifdef CONFIG_LOCKDEP
+	static struct lock_class_key rename_key[FILESYSTEM_MAX_STACK_DEPTH];
+	static struct lock_class_key
+		writers_key[FILESYSTEM_MAX_STACK_DEPTH][SB_FREEZE_LEVELS];
+	int depth = sb->s_stack_depth - 1;
+	int i;
+
+	if (WARN_ON_ONCE(depth < 0 || depth >= FILESYSTEM_MAX_STACK_DEPTH))
+		return;
+	lockdep_set_class(&sb->s_vfs_rename_mutex, &rename_key[depth]);
+	for (i = 0; i < SB_FREEZE_LEVELS; i++)
+		lockdep_set_class(&sb->s_writers.rw_sem[i],
+				  &writers_key[depth][i]);
+#endif
+}
+
 static int aheadfs_sync_fs(struct super_block *sb, int wait)
 {
 	struct super_block *lower_sb = AHEADFS_SB(sb)->lower_sb;
@@ -391,7 +417,8 @@ static int aheadfs_sync_fs(struct super_block *sb, int wait)
 
 	if (!wait)
 		return 0;
-	down_read(&lower_sb->s_umount);
+	/* Ours is held: the lower's may be an aheadfs one, a level down. */
+	down_read_nested(&lower_sb->s_umount, sb->s_stack_depth);
 	err = sync_filesystem(lower_sb);
 	up_read(&lower_sb->s_umount);
 	return err;
@@ -504,6 +531,7 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (sb->s_stack_depth > FILESYSTEM_MAX_STACK_DEPTH)
 		return invalfc(fc, "lower %s is stacked too deep (max %d)",
 			       fc->source, FILESYSTEM_MAX_STACK_DEPTH);
+	aheadfs_lockdep_sb(sb);
 
 	sb->s_magic = AHEADFS_MAGIC;
 	sb->s_op = &aheadfs_sops;

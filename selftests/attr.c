@@ -542,21 +542,24 @@ TEST_F_TIMEOUT(attr, readdir_cache_dotdot_after_rename, 120)
 	ASSERT_EQ(0, ahfs_set(&self->fs, "readdir_cache", "0"));
 }
 
-#define COMPAT_NR_GETDENTS	141	/* i386's getdents */
+#define COMPAT_NR_GETDENTS64	220	/* i386's getdents64 */
 
 /*
- * The entries of @path listed with i386's getdents (int 0x80 from this
+ * The entries of @path listed with i386's getdents64 (int 0x80 from this
  * 64-bit process: a compat syscall, which ext4 and NFS give 32-bit
- * offsets), or -errno.  The buffer lies below 4 GiB, as a 32-bit
- * pointer must.
+ * offsets), or -errno: -EOVERFLOW when an offset does not fit in 32 bits,
+ * as a 32-bit program's readdir() (glibc, without large-file support)
+ * fails.  The buffer lies below 4 GiB, as a 32-bit pointer must, and takes
+ * a few dozen entries a call, so the listing resumes many times.
  */
 static int compat_count_entries(const char *path)
 {
-	const size_t len = 65536;
+	const size_t len = 2048;
 	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
 	int fd = open(path, O_RDONLY | O_DIRECTORY), n = 0;
 	long got, off;
+	long long d_off;
 
 	if (buf == MAP_FAILED || fd < 0) {
 		n = -errno;
@@ -565,15 +568,21 @@ static int compat_count_entries(const char *path)
 	for (;;) {
 		asm volatile("int $0x80"
 			     : "=a"(got)
-			     : "a"(COMPAT_NR_GETDENTS), "b"(fd), "c"(buf),
+			     : "a"(COMPAT_NR_GETDENTS64), "b"(fd), "c"(buf),
 			       "d"(len)
 			     : "memory", "r8", "r9", "r10", "r11");
 		if (got <= 0)
 			break;
-		/* compat_linux_dirent: u32 ino, u32 off, u16 reclen, name */
+		/* linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name */
 		for (off = 0; off < got;
-		     off += *(unsigned short *)(buf + off + 8))
+		     off += *(unsigned short *)(buf + off + 16)) {
+			memcpy(&d_off, buf + off + 8, sizeof(d_off));
+			if (d_off != (long long)(unsigned int)d_off) {
+				n = -EOVERFLOW;
+				goto out;
+			}
 			n++;
+		}
 	}
 	if (got < 0)
 		n = (int)got;

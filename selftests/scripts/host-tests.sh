@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 # Never past the plan, whatever a broken check lets through; and none of
 # the caller's make variables (make check KERNEL=... puts them in MAKEFLAGS).
 export AHEADFS_CHECK_PLAN=1
-unset KERNEL KDIR KERNELS AHEADFS_KERNEL_IMAGE AHEADFS_KERNEL_KDIR AHEADFS_HOST_MODULES
+unset KERNEL KDIR KERNELS GUEST_ARGS AHEADFS_KERNEL_IMAGE AHEADFS_KERNEL_KDIR AHEADFS_HOST_MODULES
 unset MAKEFLAGS MFLAGS MAKEOVERRIDES MAKELEVEL GNUMAKEFLAGS
 
 n=0 failed=0
