@@ -83,7 +83,9 @@ trap cleanup EXIT
 lsmod | grep -qw aheadfs || insmod "$ko"
 ! lsmod | grep -qw null_blk || die "null_blk is loaded already: this benchmark loads it with its own parameters"
 command -v gcc >/dev/null || die "no gcc (the reader is built in the guest)"
-tsv=$work/results.tsv probes=$work/probes.tsv
+# The raw rows go to the output directory as they are measured: a guest
+# killed midway leaves them (the summary below can be rerun on them).
+tsv=$out/prefetch-$rel.tsv probes=$out/prefetch-$rel.probes
 : >"$tsv"
 : >"$probes"
 
