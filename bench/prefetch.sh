@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-run-opts: -drive driver=null-co,size=2G,read-zeroes=on,if=none,id=bench,snapshot=on -device virtio-blk-pci,drive=bench,serial=aheadfs-bench
+# bench-clock: icount
 # vm-run-memory: 3G
 # vm-run-timeout: 5400
 #
@@ -7,128 +7,254 @@
 # through aheadfs, on a device where a miss costs what a disk charges: run
 # inside a guest by `make bench BENCH=prefetch` (scripts/bench-run).
 #
-# Under TCG the guest's CPU, not a bandwidth cap, is the bottleneck, so a
-# throttled drive never makes a cache miss cost anything.  What a miss costs
-# on a storage node is latency (a seek, a round trip to a remote tier), so
-# the drive here charges latency per read: dm-delay over one virtio-blk
-# drive (a QEMU null device with a temporary overlay, nothing on the host),
-# with every read delayed by $BENCH_LATENCIES ms (default "10 1": a disk
-# seek, a fast remote tier) and, as the control, the same drive undelayed
-# (latency 0: there ahead must cost nothing).  Writes are never delayed.
+# The clock: by default BENCH_CLOCK=icount (the "bench-clock" line above;
+# BENCH_CLOCK=wall runs it on real time): the guest's clock counts its
+# instructions and an idle vCPU's clock jumps to the next timer deadline, so
+# a device delay that is a timer inside the guest is counted in full, the
+# host's load is not, and two runs of one tree give the same figures.
+# Nothing timed touches the host: the device is in the guest, and the
+# reader (a static C program on tmpfs, its memory locked) is loaded before
+# it times anything.
+#
+# The device: null_blk, memory-backed (1 GiB, 4 KiB blocks, commands up to
+# 1280 KiB as a virtio disk's, queue depth 64), every command completed by
+# null_blk's hrtimer $L ms after it was queued (irqmode=2 completion_nsec),
+# for L in $BENCH_LATENCIES (default "10 1": a disk seek, a fast remote
+# tier) and, as the control, the same device completing at once (L = 0,
+# irqmode=0: there ahead must cost nothing).  The delay applies to writes
+# too; only the reads are timed.  Each latency reloads null_blk, so the file
+# is written again each time.  Under TCG the guest's CPU, not a bandwidth
+# cap, is the bottleneck: what a miss costs here is latency only.
 #
 # For each latency, request size and mode (the lower read directly, aheadfs
 # kernel, legacy, ahead) the page cache is dropped and a $BENCH_FILE_MIB MiB
 # file (default 256) is read once, sequentially, by a reader that times
-# every request; then the same file is read hot through aheadfs (the ceiling:
-# what the cache delivers).  Reported per run: MiB/s, p50/p90/p99 request
-# latency, the device's completed reads and aheadfs's stats deltas.  On the
-# undelayed drive, where the guest's CPU alone sets the rate and one run
-# varies by 2x, the modes run $BENCH_FAST_ROUNDS times (default 3) in
-# alternation and each row is the median run, with the lowest and highest
-# rate beside it; the delayed rows run $BENCH_ROUNDS times (default 1).
+# every request and the time it spent blocked in its loop (wait: the loop's
+# time less its own CPU time and its run-queue delay, from
+# /proc/self/schedstat); then the same file is read hot through aheadfs (the
+# ceiling: what the cache delivers).  Reported per run: MiB/s (guest time),
+# p50/p90/p99 request latency, the wait, the device's completed reads and
+# aheadfs's stats deltas; per size and latency "latency hidden" (ahead at L
+# ms over ahead at 0 ms).  Each row runs $BENCH_ROUNDS times (default 1
+# under icount, whose runs repeat; 3 under wall time, the median kept, the
+# lowest and highest rate beside it).
 #
-# Output: build/bench/prefetch-<release>.json (this kernel) and
-# build/bench/prefetch.json (every kernel measured so far): "results", one
-# object per run {"kernel", "device", "latency_ms", "mode", "req_bytes",
-# "mib_s", "p50_ms", "p90_ms", "p99_ms", "hot_mib_s", "dev_reads", "reqs",
-# "absent_reqs", "wait_reqs", "uncached_tails", "demand_chunks",
-# "prefetch_chunks", "window_peak", "rounds", "mib_s_min", "mib_s_max"}
-# (stats null for mode lower), and
+# Output ($BENCH_OUT, default build/bench, a directory the guest can write:
+# under build/): prefetch-<release>.json (this kernel) and prefetch.json
+# (every kernel measured so far in that directory): "clock",
+# "device" (what the device was), "results", one object per run
+# {"kernel", "clock", "device", "latency_ms", "mode", "req_bytes", "mib_s",
+# "p50_ms", "p90_ms", "p99_ms", "wait_ms", "wait_over_0ms_ms", "cpu_ms", "runq_ms",
+# "hot_mib_s", "dev_reads", "reqs", "absent_reqs", "wait_reqs",
+# "uncached_tails", "demand_chunks", "prefetch_chunks", "window_peak",
+# "rounds", "mib_s_min", "mib_s_max"} (stats null for mode lower),
+# "probe_ms" (one 4 KiB direct read of the device, per latency), and
 # "ratios", each target with its value, met or MISSED; and a table.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 rel=$(uname -r)
-out=$top/build/bench
+out=${BENCH_OUT:-$top/build/bench}
 size_mib=${BENCH_FILE_MIB:-256}
 latencies=${BENCH_LATENCIES:-10 1}
 sizes=${BENCH_SIZES:-131072 1048576 8388608 8650752 16777216}
-rounds=${BENCH_ROUNDS:-1}
-fast_rounds=${BENCH_FAST_ROUNDS:-3}
+clock=${BENCH_CLOCK:-wall}
+case $clock in
+icount) rounds=${BENCH_ROUNDS:-1} ;;
+wall) rounds=${BENCH_ROUNDS:-3} ;;
+*) echo "bench/prefetch: BENCH_CLOCK must be wall or icount, not '$clock'" >&2; exit 2 ;;
+esac
 modes="lower kernel legacy ahead"
 ko=$top/build/kmod/$rel/aheadfs.ko
 work=/run/aheadfs-bench
 
 die() { echo "bench/prefetch: $*" >&2; exit 1; }
-# Its story is the disk's latency (dm-delay), which is idle time: an
-# instruction-counted clock (BENCH_CLOCK=icount, scripts/bench-run) skips it.
-[ "${BENCH_CLOCK:-wall}" = wall ] ||
-	die "BENCH_CLOCK=${BENCH_CLOCK}: this benchmark measures a disk's latency, which is idle time; run it with BENCH_CLOCK=wall"
-
-disk() {	# disk SERIAL: the /dev node of the virtio disk with that serial
-	local d
-	for d in /sys/block/vd*; do
-		[ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] && { echo "/dev/${d##*/}"; return; }
-	done
-	die "no virtio disk with serial $1 (run through make bench BENCH=prefetch)"
-}
 
 mkdir -p "$out" "$work"
 mount -t tmpfs -o size=64M bench "$work"
+cleanup() {
+	set +e
+	umount "$work/mnt" "$work/lower" 2>/dev/null
+	rmmod null_blk 2>/dev/null
+	umount "$work" 2>/dev/null
+}
+trap cleanup EXIT
 [ -r "$ko" ] || die "no module $ko (make modules)"
 lsmod | grep -qw aheadfs || insmod "$ko"
-modprobe dm-delay || die "no dm-delay module"
-command -v dmsetup >/dev/null || die "no dmsetup (scripts/setup-deps installs it)"
-tsv=$work/results.tsv
+! lsmod | grep -qw null_blk || die "null_blk is loaded already: this benchmark loads it with its own parameters"
+command -v gcc >/dev/null || die "no gcc (the reader is built in the guest)"
+# The raw rows go to the output directory as they are measured: a guest
+# killed midway leaves them (the summary below can be rerun on them).
+tsv=$out/prefetch-$rel.tsv probes=$out/prefetch-$rel.probes
 : >"$tsv"
+: >"$probes"
 
-# The reader: sequential reads of REQ bytes, each timed; prints
-# "ns p50_ns p90_ns p99_ns".
-cat >"$work/reader.py" <<'EOF'
-import os, sys, time
-path, req = sys.argv[1], int(sys.argv[2])
-buf = bytearray(req)
-mv = memoryview(buf)
-fd = os.open(path, os.O_RDONLY)
-lat = []
-t0 = time.perf_counter_ns()
-while True:
-    a = time.perf_counter_ns()
-    n = os.readv(fd, [mv])
-    lat.append(time.perf_counter_ns() - a)
-    if n < req:
-        break
-t1 = time.perf_counter_ns()
-os.close(fd)
-lat.sort()
-def q(p):
-    return lat[min(len(lat) - 1, int(p * len(lat)))]
-print(t1 - t0, q(0.5), q(0.9), q(0.99))
+# The reader: sequential read(2)s of REQ bytes, each timed.  Static, on
+# tmpfs, its memory locked and its buffers touched before the clock starts:
+# the timed loop faults in nothing from the 9p root.  Prints "ns p50_ns
+# p90_ns p99_ns wait_ns cpu_ns runq_ns": wait is the loop's time less the
+# process's CPU time and its run-queue delay (/proc/self/schedstat), the
+# time it was blocked (on the device, or a lock).  "reader DEV probe":
+# the median of 5 direct 4 KiB reads of the device, ns.
+cat >"$work/reader.c" <<'EOF'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now(clockid_t c)
+{
+	struct timespec t;
+
+	clock_gettime(c, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static long long runq(int fd)
+{
+	char b[128];
+	long long run = 0, wait = 0;
+	ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	sscanf(b, "%lld %lld", &run, &wait);
+	return wait;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	size_t req, n = 0, max;
+	long long *lat, t0, t1, c0, c1, r0, r1;
+	struct stat st;
+	char *buf;
+	int fd, sfd;
+
+	if (argc < 3)
+		return 2;
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		perror("mlockall");
+	if (!strcmp(argv[2], "probe")) {
+		long long p[5];
+
+		fd = open(argv[1], O_RDONLY | O_DIRECT);
+		if (fd < 0 || posix_memalign((void **)&buf, 4096, 4096))
+			return 1;
+		for (int i = 0; i < 5; i++) {
+			t0 = now(CLOCK_MONOTONIC);
+			if (pread(fd, buf, 4096, (off_t)i * 1048576) != 4096)
+				return 1;
+			p[i] = now(CLOCK_MONOTONIC) - t0;
+		}
+		qsort(p, 5, sizeof(*p), cmp);
+		printf("%lld\n", p[2]);
+		return 0;
+	}
+	req = strtoul(argv[2], NULL, 0);
+	fd = open(argv[1], O_RDONLY);
+	sfd = open("/proc/self/schedstat", O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		return 1;
+	max = st.st_size / req + 2;
+	lat = calloc(max, sizeof(*lat));
+	buf = malloc(req);
+	if (!lat || !buf)
+		return 1;
+	memset(buf, 1, req);
+	memset(lat, 0, max * sizeof(*lat));
+	runq(sfd);
+	now(CLOCK_PROCESS_CPUTIME_ID);
+	r0 = runq(sfd);
+	c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+	t0 = now(CLOCK_MONOTONIC);
+	for (;;) {
+		long long a = now(CLOCK_MONOTONIC);
+		ssize_t r = read(fd, buf, req);
+
+		if (n < max)
+			lat[n++] = now(CLOCK_MONOTONIC) - a;
+		if (r < 0) {
+			perror("read");
+			return 1;
+		}
+		if ((size_t)r < req)
+			break;
+	}
+	t1 = now(CLOCK_MONOTONIC);
+	c1 = now(CLOCK_PROCESS_CPUTIME_ID);
+	r1 = runq(sfd);
+	qsort(lat, n, sizeof(*lat), cmp);
+#define Q(p) lat[(size_t)((p) * n) < n ? (size_t)((p) * n) : n - 1]
+	printf("%lld %lld %lld %lld %lld %lld %lld\n", t1 - t0, Q(0.5), Q(0.9),
+	       Q(0.99), (t1 - t0) - (c1 - c0) - (r1 - r0), c1 - c0, r1 - r0);
+	return 0;
+}
 EOF
+gcc -O2 -Wall -static -o "$work/reader" "$work/reader.c" || die "the reader does not build"
 
-blk=$(disk aheadfs-bench)
-bname=${blk#/dev/}
 lower=$work/lower mnt=$work/mnt
 mkdir -p "$lower" "$mnt"
-# No lazy init: a background inode-table writer would steal the reads.
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$blk" 1G >/dev/null
-mount "$blk" "$lower"
-dd if=/dev/urandom of="$lower/f" bs=1M count="$size_mib" status=none
-umount "$lower"
-sectors=$(blockdev --getsz "$blk")
+blk=/dev/nullb0 bname=nullb0
 
 dev_reads() { awk '{ print $1 }' "/sys/block/$bname/stat"; }
 stats() {	# stats SYSFSDIR: the counters the rows carry, one line
 	awk '$1 ~ /^(read_reqs|absent_reqs|wait_reqs|uncached_tails|prefetch_demand_chunks|prefetch_chunks|window_peak)$/ { printf "%s=%s ", $1, $2 }' "$1/stats"
 }
+# nullblk LAT: null_blk loaded afresh, memory-backed, completing each
+# command LAT ms after it was queued (its hrtimer), or at once for 0.
+nullblk() {
+	local irq="irqmode=0"
+	[ "$1" = 0 ] || irq="irqmode=2 completion_nsec=$(($1 * 1000000))"
+	! lsmod | grep -qw null_blk || rmmod null_blk
+	# shellcheck disable=SC2086
+	modprobe null_blk nr_devices=1 queue_mode=2 memory_backed=1 gb=1 \
+		bs=4096 max_sectors=2560 hw_queue_depth=64 submit_queues=1 $irq ||
+		die "modprobe null_blk $irq failed"
+	udevadm settle 2>/dev/null || true
+	[ -b "$blk" ] || die "no $blk"
+	[ "$(cat /sys/module/null_blk/parameters/memory_backed)" = Y ] ||
+		die "null_blk is not memory-backed"
+}
+devdesc="null_blk memory-backed 1 GiB, 4 KiB blocks, max_sectors 2560, depth 64; L ms: irqmode=2 completion_nsec=L*10^6 (hrtimer), 0 ms: irqmode=0"
 
 for lat in 0 $latencies; do
 	dev=fast
-	if [ "$lat" != 0 ]; then
-		dev=delay
-		dmsetup create ahfs-bench --table "0 $sectors delay $blk 0 $lat $blk 0 0"
-		mount /dev/mapper/ahfs-bench "$lower"
-	else
-		mount "$blk" "$lower"
+	[ "$lat" = 0 ] || dev=delay
+	nullblk "$lat"
+	# No lazy init: a background inode-table writer would steal the reads.
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$blk" >/dev/null
+	mount "$blk" "$lower"
+	# Written while the device charges its latency (writes too): the
+	# file's blocks the same for every latency, one mkfs and one dd.
+	dd if=/dev/urandom of="$lower/f" bs=1M count="$size_mib" status=none
+	umount "$lower"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	probe=$("$work/reader" "$blk" probe) || die "probe of $blk failed"
+	printf '%s\t%s\n' "$lat" "$probe" >>"$probes"
+	if [ "$lat" != 0 ] && [ "$probe" -lt $((lat * 900000)) ]; then
+		die "$blk at $lat ms: a direct read took $probe ns (irqmode=2 ignored?)"
 	fi
+	mount "$blk" "$lower"
 	mount -t aheadfs -o prefetch=ahead "$lower" "$mnt"
 	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
 	[ -d "$sysfs" ] || die "no $sysfs"
-	echo "# $dev, $lat ms per read: $(cat /sys/block/$bname/queue/read_ahead_kb) KiB lower readahead, txn $(cat "$sysfs/txn_kb") KiB, window $(cat "$sysfs/window_kb") KiB" >&2
-	n=$rounds
-	[ "$lat" = 0 ] && n=$fast_rounds
+	echo "# $clock clock, $dev, $lat ms per command (a direct 4 KiB read: $probe ns): $(cat /sys/block/$bname/queue/read_ahead_kb) KiB lower readahead, max $(cat /sys/block/$bname/queue/max_sectors_kb) KiB per command, txn $(cat "$sysfs/txn_kb") KiB, window $(cat "$sysfs/window_kb") KiB" >&2
 	for req in $sizes; do
-	    for round in $(seq "$n"); do
+	    for round in $(seq "$rounds"); do
 		for mode in $modes hot; do
 			f=$mnt/f
 			case $mode in
@@ -144,24 +270,28 @@ for lat in 0 $latencies; do
 				echo 3 >/proc/sys/vm/drop_caches
 			fi
 			s0=$(stats "$sysfs") r0=$(dev_reads)
-			read -r ns p50 p90 p99 < <(python3 "$work/reader.py" "$f" "$req")
+			read -r ns p50 p90 p99 wait cpu runq < <("$work/reader" "$f" "$req")
 			s1=$(stats "$sysfs") r1=$(dev_reads)
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
 				"$dev" "$lat" "$mode" "$req" "$ns" "$p50" "$p90" \
-				"$p99" "$((r1 - r0))" "$s0" "$s1" "$round" >>"$tsv"
-			echo "# $dev $lat ms, $req B, $mode (run $round/$n): $((size_mib * 1000000000 / ns)) MiB/s" >&2
+				"$p99" "$((r1 - r0))" "$s0" "$s1" "$round" \
+				"$wait" "$cpu" "$runq" >>"$tsv"
+			echo "# $dev $lat ms, $req B, $mode (run $round/$rounds): $((size_mib * 1000000000 / ns)) MiB/s, wait $((wait / 1000000)) ms" >&2
 		done
 	    done
 	done
 	umount "$mnt"
 	umount "$lower"
-	[ "$lat" = 0 ] || dmsetup remove ahfs-bench
+	rmmod null_blk
 done
 
-python3 - "$tsv" "$out" "$rel" "$size_mib" <<'EOF'
+python3 - "$tsv" "$out" "$rel" "$size_mib" "$clock" "$devdesc" "$probes" <<'EOF'
 import glob, json, os, sys
 
-tsv, out, rel, size_mib = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tsv, out, rel, size_mib, clock, devdesc, probes = sys.argv[1:8]
+size_mib = int(size_mib)
+probe_ms = {int(l.split()[0]): round(int(l.split()[1]) / 1e6, 3)
+            for l in open(probes) if l.strip()}
 def kv(s):
     return {k: int(v) for k, v in (x.split("=") for x in s.split())}
 runs, hots = {}, {}
@@ -179,19 +309,21 @@ def median(xs):
     return xs[(len(xs) - 1) // 2]
 hot = {k: median(v) for k, v in hots.items()}
 rows = []
+ms = lambda x: round(int(x) / 1e6, 2)
 for key, rs in runs.items():
     # The median run by rate (the lower one of the middle two), whole.
     rs.sort(key=lambda x: x[0])
     mib_s, f = rs[(len(rs) - 1) // 2]
     (k, dev, lat, mode, req, ns, p50, p90, p99, reads, s0, s1) = f[:12]
+    wait, cpu, runq = f[13:16]
     lat, req = int(lat), int(req)
     a, b = kv(s0), kv(s1)
     d = lambda n: None if mode == "lower" else b.get(n, 0) - a.get(n, 0)
-    rows.append({"kernel": rel, "device": dev, "latency_ms": lat,
+    rows.append({"kernel": rel, "clock": clock, "device": dev,
+                 "latency_ms": lat, "probe_ms": probe_ms.get(lat),
                  "mode": mode, "req_bytes": req, "mib_s": mib_s,
-                 "p50_ms": round(int(p50) / 1e6, 2),
-                 "p90_ms": round(int(p90) / 1e6, 2),
-                 "p99_ms": round(int(p99) / 1e6, 2),
+                 "p50_ms": ms(p50), "p90_ms": ms(p90), "p99_ms": ms(p99),
+                 "wait_ms": ms(wait), "cpu_ms": ms(cpu), "runq_ms": ms(runq),
                  "dev_reads": int(reads),
                  "reqs": d("read_reqs"), "absent_reqs": d("absent_reqs"),
                  "wait_reqs": d("wait_reqs"),
@@ -203,72 +335,97 @@ for key, rs in runs.items():
                  "mib_s_max": rs[-1][0]})
 for r in rows:
     r["hot_mib_s"] = hot.get((r["device"], r["latency_ms"], r["req_bytes"]))
-by = {(r["device"], r["latency_ms"], r["mode"], r["req_bytes"]): r for r in rows}
+by = {(r["latency_ms"], r["mode"], r["req_bytes"]): r for r in rows}
+# The wait beyond the same run's on the undelayed device: what the device's
+# latency added (on one vCPU a reader also blocks while the prefetch worker
+# submits, which null_blk's copy on submission makes CPU time).
+for r in rows:
+    z = by.get((0, r["mode"], r["req_bytes"]))
+    r["wait_over_0ms_ms"] = round(r["wait_ms"] - z["wait_ms"], 2) if z else None
 lats = sorted({r["latency_ms"] for r in rows})
 sizes = sorted({r["req_bytes"] for r in rows})
 ratios = []
 def add(name, lat, req, v, target, op=">="):
     met = v >= target if op == ">=" else v <= target
-    ratios.append({"kernel": rel, "latency_ms": lat, "ratio": name,
-                   "req_bytes": req, "value": round(v, 2), "target": target,
-                   "op": op, "met": met})
-def ratio(name, lat, a, b, req, target):
-    dev = "fast" if lat == 0 else "delay"
-    x, y = by.get((dev, lat, a, req)), by.get((dev, lat, b, req))
+    ratios.append({"kernel": rel, "clock": clock, "latency_ms": lat,
+                   "ratio": name, "req_bytes": req, "value": round(v, 3),
+                   "target": target, "op": op, "met": met})
+def ratio(name, lat, a, b, req, target, lb=None):
+    x, y = by.get((lat, a, req)), by.get((lb if lb is not None else lat, b, req))
     if x and y and y["mib_s"]:
         add(name, lat, req, x["mib_s"] / y["mib_s"], target)
 for lat in lats:
-    if lat == 10:
-        ratio("ahead/legacy", lat, "ahead", "legacy", 8650752, 2.0)
     for s in sizes:
+        r = by.get((lat, "ahead", s))
         if lat == 0:
             ratio("ahead/lower", lat, "ahead", "lower", s, 0.97)
-            continue
-        ratio("ahead/lower", lat, "ahead", "lower", s, 1.2)
-        ratio("ahead/kernel", lat, "ahead", "kernel", s, 1.0)
-        r = by.get(("delay", lat, "ahead", s))
-        if r and r["hot_mib_s"] and s >= 131072:
-            add("ahead/hot", lat, s, r["mib_s"] / r["hot_mib_s"], 0.8)
+        else:
+            if s == 8650752 and lat == 10:
+                ratio("ahead/legacy", lat, "ahead", "legacy", s, 2.0)
+            ratio("ahead/lower", lat, "ahead", "lower", s, 1.2)
+            ratio("ahead/kernel", lat, "ahead", "kernel", s, 1.0)
+            # Latency hidden: ahead at L ms over ahead at 0 ms.
+            ratio("latency hidden", lat, "ahead", "ahead", s, 0.9, lb=0)
+            # The reader's blocked time in its loop, in device latencies.
+            if r and r["probe_ms"]:
+                add("ahead wait/latency", lat, s, r["wait_ms"] / r["probe_ms"], 2.0, "<=")
+                if r["wait_over_0ms_ms"] is not None:
+                    add("ahead (wait-w0)/lat", lat, s, r["wait_over_0ms_ms"] / r["probe_ms"], 2.0, "<=")
         if r and r["p50_ms"]:
             add("ahead p99/p50", lat, s, r["p99_ms"] / r["p50_ms"], 2.0, "<=")
-mine = {"kernel": rel, "file_mib": size_mib, "results": rows, "ratios": ratios}
+mine = {"kernel": rel, "clock": clock, "device": devdesc,
+        "file_mib": size_mib, "probe_ms": probe_ms, "results": rows,
+        "ratios": ratios}
 json.dump(mine, open(os.path.join(out, "prefetch-%s.json" % rel), "w"), indent=1)
-allr, allq = [], []
+allr, allq, meta = [], [], []
 for p in sorted(glob.glob(os.path.join(out, "prefetch-*.json"))):
     d = json.load(open(p))
     allr += d["results"]
     allq += d["ratios"]
-json.dump({"results": allr, "ratios": allq},
+    meta.append({k: d.get(k) for k in ("kernel", "clock", "device", "file_mib", "probe_ms")})
+json.dump({"runs": meta, "results": allr, "ratios": allq},
           open(os.path.join(out, "prefetch.json"), "w"), indent=1)
 
-print("kernel %s, %d MiB cold file; the median of %s runs per row" % (
-    rel, size_mib, "/".join(str(n) for n in sorted({r["rounds"] for r in rows}))))
-print("each cell: MiB/s, p50/p99 ms per request, and for aheadfs requests")
-print("absent/waited/all; hot: the same file cached, through aheadfs")
+print("kernel %s, %s clock, %d MiB cold file; the median of %s runs per row" % (
+    rel, clock, size_mib, "/".join(str(n) for n in sorted({r["rounds"] for r in rows}))))
+print("device: %s" % devdesc)
+print("a direct 4 KiB read took (ms): %s" % ", ".join(
+    "%g at %d ms" % (probe_ms[l], l) for l in sorted(probe_ms)))
+print("MiB/s (guest time) per mode; hot: the same file cached, through aheadfs")
 modes = ["lower", "kernel", "legacy", "ahead"]
-W = 30
 for lat in lats:
-    dev = "fast" if lat == 0 else "delay"
-    print("\n%s, %d ms per read" % (dev, lat))
-    print("%9s" % "req" + "".join(" %*s" % (W, m) for m in modes) + " %7s" % "hot")
+    print("\n%d ms per command" % lat)
+    print("%9s" % "req" + "".join(" %8s" % m for m in modes + ["hot"]) +
+          " %6s %6s %6s %6s" % ("a/leg", "a/low", "a/ker", "hidden"))
     for s in sizes:
         row = "%9d" % s
         for m in modes:
-            r = by.get((dev, lat, m, s))
-            if not r:
-                row += " %*s" % (W, "-")
-                continue
-            c = "" if r["reqs"] is None else " %d/%d/%d" % (
-                r["absent_reqs"], r["wait_reqs"], r["reqs"])
-            row += " %*s" % (W, "%.1f %.1f/%.1f%s" % (
-                r["mib_s"], r["p50_ms"], r["p99_ms"], c))
-        h = hot.get((dev, lat, s))
-        row += " %7s" % ("%.1f" % h if h else "-")
+            r = by.get((lat, m, s))
+            row += " %8s" % ("%.1f" % r["mib_s"] if r else "-")
+        h = (by.get((lat, "ahead", s)) or {}).get("hot_mib_s")
+        row += " %8s" % ("%.1f" % h if h else "-")
+        a = by.get((lat, "ahead", s))
+        for m, l2 in (("legacy", lat), ("lower", lat), ("kernel", lat), ("ahead", 0)):
+            b = by.get((l2, m, s))
+            row += " %6s" % ("%.2f" % (a["mib_s"] / b["mib_s"]) if a and b and b["mib_s"] else "-")
         print(row)
+    print("%9s %s" % ("req", "per mode: p50/p99 ms per request, p99/p50, wait ms in the loop (beyond 0 ms's); aheadfs: absent/waited/all requests"))
+    for s in sizes:
+        print("%9d" % s)
+        for m in modes:
+            r = by.get((lat, m, s))
+            if not r:
+                continue
+            c = "" if r["reqs"] is None else "  %d/%d/%d" % (
+                r["absent_reqs"], r["wait_reqs"], r["reqs"])
+            w0 = "" if lat == 0 or r["wait_over_0ms_ms"] is None else "(%.2f)" % r["wait_over_0ms_ms"]
+            print("%9s %-6s %8.2f/%-8.2f %6.2f  wait %8.2f %-10s%s" % (
+                "", m, r["p50_ms"], r["p99_ms"],
+                r["p99_ms"] / r["p50_ms"] if r["p50_ms"] else 0,
+                r["wait_ms"], w0, c))
 print("\nratios (target):")
 for q in ratios:
-    print("  %3d ms %-14s %9d  %6.2f  (%s %.2f) %s" % (
+    print("  %3d ms %-19s %9d  %7.2f  (%s %.2f) %s" % (
         q["latency_ms"], q["ratio"], q["req_bytes"], q["value"], q["op"],
         q["target"], "met" if q["met"] else "MISSED"))
 EOF
-umount "$work" 2>/dev/null || true

@@ -278,12 +278,12 @@ expect "bench/meta.sh: an unknown BENCH_CLOCK is refused" 2 \
 expect "bench/meta.sh: part (b) under BENCH_CLOCK=icount is refused" 1 \
 	"BENCH_CLOCK=icount runs part (a) only" \
 	env BENCH_CLOCK=icount BENCH_META_PARTS="a b" bash "$top/bench/meta.sh"
-expect "bench/copy.sh: BENCH_CLOCK=icount is refused (its delay is idle time)" 1 \
-	"this benchmark measures a disk's latency, which is idle time" \
-	env BENCH_CLOCK=icount bash "$top/bench/copy.sh"
-expect "bench/prefetch.sh: BENCH_CLOCK=icount is refused (its delay is idle time)" 1 \
-	"this benchmark measures a disk's latency, which is idle time" \
-	env BENCH_CLOCK=icount bash "$top/bench/prefetch.sh"
+expect "bench/copy.sh: an unknown BENCH_CLOCK is refused" 2 \
+	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
+	env BENCH_CLOCK=cycles bash "$top/bench/copy.sh"
+expect "bench/prefetch.sh: an unknown BENCH_CLOCK is refused" 2 \
+	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
+	env BENCH_CLOCK=cycles bash "$top/bench/prefetch.sh"
 expect "bench/tracing.sh: an unknown BENCH_CLOCK is refused" 1 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/tracing.sh"
@@ -318,6 +318,25 @@ if [ "$rc" = 0 ] && grep -qx -- "-numa node" "$b/calls" && ! grep -q -- "icount\
 	pass "bench-run without BENCH_CLOCK: real time, the script's own options only"
 else
 	fail "bench-run without BENCH_CLOCK" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+printf '#!/bin/sh\n# bench-clock: icount\n' >"$b/bench/y.sh"
+run env -u BENCH_CLOCK KERNELS=6.12 "$b/scripts/bench-run" y
+if [ "$rc" = 0 ] && grep -qx -- "-icount shift=0,sleep=off" "$b/calls" &&
+   grep -qx "BENCH_CLOCK=icount" "$b/calls"; then
+	pass "bench-run: a script's \"# bench-clock: icount\" is its default clock, and reaches the guest"
+else
+	fail "bench-run: a script's bench-clock line" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+run env BENCH_CLOCK=wall KERNELS=6.12 "$b/scripts/bench-run" y
+if [ "$rc" = 0 ] && ! grep -q -- "icount\|--tcg-single" "$b/calls" &&
+   grep -qx "BENCH_CLOCK=wall" "$b/calls"; then
+	pass "bench-run: BENCH_CLOCK=wall overrides a script's bench-clock line"
+else
+	fail "bench-run: BENCH_CLOCK=wall over a bench-clock line" "exit $rc; calls:
 $(cat "$b/calls" 2>/dev/null)"
 fi
 
