@@ -1315,6 +1315,443 @@ TEST_F_TIMEOUT(frozen, freeze_after_async_writes, 120)
 	free(buf);
 }
 
+/*
+ * Every kind of change, each in a directory of its own, made in one
+ * process per side and kind while the lower is frozen: on the lower
+ * directly (the reference) and through aheadfs.  @prep runs before the
+ * freeze, @op in the child, @check on the lower after the thaw (0: the
+ * change is there).
+ */
+struct fop {
+	const char *name;
+	int (*prep)(const char *d);
+	int (*op)(const char *d);
+	int (*check)(const char *d);
+};
+
+static int fop_put(const char *d, const char *rel, const char *s)
+{
+	char p[PATH_MAX];
+
+	return ahfs_put(at(p, d, rel), s) ? EIO : 0;
+}
+
+/* 0 if @rel under @d holds exactly @want. */
+static int fop_has(const char *d, const char *rel, const char *want)
+{
+	char p[PATH_MAX], got[64];
+	int n = ahfs_read_file(at(p, d, rel), got, sizeof(got));
+
+	if (n < 0)
+		return -n;
+	return n == (int)strlen(want) && !memcmp(got, want, n) ? 0 : EBADMSG;
+}
+
+static int fop_gone(const char *d, const char *rel)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	return lstat(at(p, d, rel), &st) ? (errno == ENOENT ? 0 : errno)
+					 : EEXIST;
+}
+
+static int fop_nothing(const char *d)
+{
+	return 0;
+}
+
+static int fop_create(const char *d)
+{
+	char p[PATH_MAX];
+
+	return op_create(at(p, d, "new"), -1);
+}
+
+static int fop_created(const char *d)
+{
+	return fop_has(d, "new", "");
+}
+
+static int fop_victim(const char *d)
+{
+	return fop_put(d, "victim", "v");
+}
+
+static int fop_unlink(const char *d)
+{
+	char p[PATH_MAX];
+
+	return err_of(unlink(at(p, d, "victim")));
+}
+
+static int fop_unlinked(const char *d)
+{
+	return fop_gone(d, "victim");
+}
+
+static int fop_a(const char *d)
+{
+	return fop_put(d, "a", "renamed");
+}
+
+static int fop_rename(const char *d)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	return err_of(rename(at(a, d, "a"), at(b, d, "b")));
+}
+
+static int fop_renamed(const char *d)
+{
+	return fop_gone(d, "a") ?: fop_has(d, "b", "renamed");
+}
+
+static int fop_long(const char *d)
+{
+	return fop_put(d, "t", "truncate me");
+}
+
+static int fop_truncate(const char *d)
+{
+	char p[PATH_MAX];
+
+	return err_of(truncate(at(p, d, "t"), 3));
+}
+
+static int fop_truncated(const char *d)
+{
+	return fop_has(d, "t", "tru");
+}
+
+static int fop_short(const char *d)
+{
+	return fop_put(d, "fa", "x");
+}
+
+static int fop_fallocate(const char *d)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, d, "fa"), O_RDWR), err;
+
+	if (fd < 0)
+		return errno;
+	err = err_of(fallocate(fd, 0, 0, 65536));
+	close(fd);
+	return err;
+}
+
+static int fop_fallocated(const char *d)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	if (stat(at(p, d, "fa"), &st))
+		return errno;
+	return st.st_size == 65536 && st.st_blocks >= 65536 / 512 ? 0 : EBADMSG;
+}
+
+static int fop_mapped(const char *d)
+{
+	return fop_put(d, "mm", "mmap-old");
+}
+
+/* A store to a MAP_SHARED mapping made while frozen: a write fault. */
+static int fop_mmap_store(const char *d)
+{
+	char p[PATH_MAX], *m;
+	int fd = open(at(p, d, "mm"), O_RDWR);
+
+	if (fd < 0)
+		return errno;
+	m = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return errno;
+	memcpy(m, "MMAP", 4);
+	return err_of(munmap(m, 8));
+}
+
+static int fop_stored(const char *d)
+{
+	return fop_has(d, "mm", "MMAP-old");
+}
+
+static int fop_src(const char *d)
+{
+	return fop_put(d, "src", "copy source") ?: fop_put(d, "dst", "");
+}
+
+static int fop_copy(const char *d)
+{
+	char p[PATH_MAX];
+	int in = open(at(p, d, "src"), O_RDONLY);
+	int out = open(at(p, d, "dst"), O_WRONLY);
+	ssize_t n = -1;
+
+	if (in >= 0 && out >= 0)
+		n = copy_file_range(in, NULL, out, NULL, 11, 0);
+	n = n == 11 ? 0 : n < 0 ? errno : EBADMSG;
+	close(in);
+	close(out);
+	return n;
+}
+
+static int fop_copied(const char *d)
+{
+	return fop_has(d, "dst", "copy source");
+}
+
+static const struct fop fops[] = {
+	{ "create", fop_nothing, fop_create, fop_created },
+	{ "unlink", fop_victim, fop_unlink, fop_unlinked },
+	{ "rename", fop_a, fop_rename, fop_renamed },
+	{ "truncate", fop_long, fop_truncate, fop_truncated },
+	{ "fallocate", fop_short, fop_fallocate, fop_fallocated },
+	{ "mmap_store", fop_mapped, fop_mmap_store, fop_stored },
+	{ "copy_file_range", fop_src, fop_copy, fop_copied },
+};
+
+static int fop_run(const char *path, int i)
+{
+	return fops[i].op(path);
+}
+
+/* A hash of the lower's tree (snapshot()), taken in a child, bounded. */
+static int snapshot_bounded(struct lr *x, const char *dir,
+			    unsigned long long *h)
+{
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -2;
+	if (!pid) {
+		struct buf b = {};
+
+		snapshot(&b, dir, ".");
+		*(unsigned long long *)x->shared =
+			hash_bytes(b.p, b.len, 14695981039346656037ULL);
+		_exit(0);
+	}
+	if (lr_wait(x, pid, WAIT_MS, &status))
+		return -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return -2;
+	*h = *(unsigned long long *)x->shared;
+	return 0;
+}
+
+/*
+ * create, unlink, rename, truncate, fallocate, a store to a shared mapping
+ * and copy_file_range, each made while the lower is frozen: on the lower
+ * directly each waits for the thaw, and so does each made through aheadfs;
+ * nothing reaches the lower while it is frozen, and after the thaw every
+ * one completes with the same result on both sides.
+ */
+TEST_F_TIMEOUT(frozen, every_change_waits_both_sides, 120)
+{
+	const char *roots[] = { self->x.fs.lower, self->x.fs.mnt };
+	pid_t pids[2][ARRAY_SIZE(fops)];
+	char d[PATH_MAX], l[PATH_MAX];
+	unsigned long long before, during;
+	unsigned int i, side;
+	int status;
+
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < ARRAY_SIZE(fops); i++) {
+			/* Made on the lower, so that the aheadfs side finds it. */
+			ahfs_fmt(l, sizeof(l), "%s/%c-%s", self->x.fs.lower,
+				 "LM"[side], fops[i].name);
+			ASSERT_EQ(0, mkdir(l, 0755));
+			ASSERT_EQ(0, fops[i].prep(l)) TH_LOG("prepare %s", l);
+		}
+	/* The aheadfs side's names are known to it before the freeze. */
+	for (i = 0; i < ARRAY_SIZE(fops); i++) {
+		struct buf b = {};
+
+		ahfs_fmt(d, sizeof(d), "%s/M-%s", self->x.fs.mnt, fops[i].name);
+		snapshot(&b, d, ".");
+		free(b.p);
+	}
+	ASSERT_EQ(0, snapshot_bounded(&self->x, self->x.fs.lower, &before));
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < ARRAY_SIZE(fops); i++) {
+			ahfs_fmt(d, sizeof(d), "%s/%c-%s", roots[side],
+				 "LM"[side], fops[i].name);
+			pids[side][i] = op_start(_metadata, &self->x, fop_run,
+						 d, i);
+			ASSERT_LT(0, pids[side][i]) {
+				TH_LOG("%s %s did not wait for the thaw",
+				       fops[i].name, side ? "through aheadfs" :
+				       "on the lower");
+			}
+		}
+	/* All still waiting, and the lower unchanged (reads go on). */
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < ARRAY_SIZE(fops); i++) {
+			EXPECT_EQ(0, waitpid(pids[side][i], &status, WNOHANG));
+			EXPECT_EQ('F', wait_frozen(pids[side][i], 0)) {
+				TH_LOG("%s %s: wchan %s", fops[i].name,
+				       side ? "through aheadfs" : "on the lower",
+				       proc_wchan(pids[side][i]));
+			}
+		}
+	ASSERT_EQ(0, snapshot_bounded(&self->x, self->x.fs.lower, &during)) {
+		TH_LOG("a walk of the frozen lower blocked");
+	}
+	EXPECT_EQ(before, during) {
+		TH_LOG("the frozen lower changed");
+	}
+
+	ASSERT_EQ(0, lr_thaw(&self->x));
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < ARRAY_SIZE(fops); i++) {
+			ASSERT_EQ(0, lr_wait(&self->x, pids[side][i], WAIT_MS,
+					     &status)) {
+				TH_LOG("%s %s still blocked after the thaw: wchan %s",
+				       fops[i].name, side ? "through aheadfs" :
+				       "on the lower", proc_wchan(pids[side][i]));
+			}
+			ASSERT_TRUE(WIFEXITED(status));
+			EXPECT_EQ(0, WEXITSTATUS(status)) {
+				TH_LOG("%s %s after the thaw: %s", fops[i].name,
+				       side ? "through aheadfs" : "on the lower",
+				       strerror(WEXITSTATUS(status)));
+			}
+			ahfs_fmt(l, sizeof(l), "%s/%c-%s", self->x.fs.lower,
+				 "LM"[side], fops[i].name);
+			EXPECT_EQ(0, fops[i].check(l)) {
+				TH_LOG("%s %s: not done on the lower",
+				       fops[i].name, side ? "through aheadfs" :
+				       "on the lower");
+			}
+			/* And aheadfs shows the result as the lower has it. */
+			ahfs_fmt(d, sizeof(d), "%s/%c-%s", self->x.fs.mnt,
+				 "LM"[side], fops[i].name);
+			EXPECT_EQ(0, fops[i].check(d)) {
+				TH_LOG("%s %s: aheadfs does not show it",
+				       fops[i].name, side ? "through aheadfs" :
+				       "on the lower");
+			}
+		}
+}
+
+/* Read @path whole in a child, bounded: 0 and its hash, errno, -1 if blocked. */
+static int hash_bounded(struct lr *x, const char *path,
+			unsigned long long *h)
+{
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -2;
+	if (!pid) {
+		*(unsigned long long *)x->shared = hash_file(path);
+		_exit(0);
+	}
+	if (lr_wait(x, pid, WAIT_MS, &status))
+		return -1;
+	if (!WIFEXITED(status))
+		return -2;
+	*h = *(unsigned long long *)x->shared;
+	return WEXITSTATUS(status);
+}
+
+/* The names in @dir, counted in a child, bounded; -1 if it blocked. */
+static int readdir_bounded(struct lr *x, const char *dir)
+{
+	pid_t pid = lr_fork(x);
+	int status;
+
+	if (pid < 0)
+		return -2;
+	if (!pid) {
+		DIR *dp = opendir(dir);
+		struct dirent *de;
+		int n = 0;
+
+		if (!dp)
+			_exit(255);
+		while ((de = readdir(dp)))
+			n++;
+		_exit(n);
+	}
+	if (lr_wait(x, pid, WAIT_MS, &status))
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+#define FROZEN_READ	(1 << 20)
+
+/*
+ * A frozen lower still reads: through aheadfs, read(2) of data in the page
+ * cache and of data that is not, stat and readdir all complete during the
+ * freeze, with the lower's data.
+ */
+TEST_F_TIMEOUT(frozen, reads_go_on, 60)
+{
+	char l[PATH_MAX], m[PATH_MAX], name[32];
+	unsigned long long want, got;
+	struct stat st;
+	int fd, i;
+
+	for (i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "d/e%d", i);
+		if (!i)
+			ASSERT_EQ(0, mkdir(at(l, self->x.fs.lower, "d"), 0755));
+		ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, name), "e"));
+	}
+	ASSERT_EQ(0, ahfs_make_file(at(l, self->x.fs.lower, "cached"),
+				    FROZEN_READ));
+	ASSERT_EQ(0, ahfs_make_file(at(l, self->x.fs.lower, "cold"),
+				    FROZEN_READ));
+	want = hash_file(l);
+	/* Cached: read once through aheadfs. */
+	ASSERT_EQ(want, hash_file(at(m, self->x.fs.mnt, "cached")));
+	/* Cold: written back, then its pages dropped. */
+	fd = open(at(l, self->x.fs.lower, "cold"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fsync(fd));
+	for (i = 0; i <= WAIT_MS / 10; i++) {
+		unsigned char vec[FROZEN_READ / 4096];
+		void *p;
+		int k, n = 0;
+
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		p = mmap(NULL, FROZEN_READ, PROT_READ, MAP_SHARED, fd, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		ASSERT_EQ(0, mincore(p, FROZEN_READ, vec));
+		munmap(p, FROZEN_READ);
+		for (k = 0; k < FROZEN_READ / 4096; k++)
+			n += vec[k] & 1;
+		if (!n)
+			break;
+		usleep(10000);
+	}
+	close(fd);
+	ASSERT_GE(WAIT_MS / 10, i) TH_LOG("the cold file's pages stay cached");
+
+	ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+	EXPECT_EQ(0, hash_bounded(&self->x, at(m, self->x.fs.mnt, "cached"),
+				  &got)) {
+		TH_LOG("a cached read through aheadfs blocked (-1) or failed");
+	}
+	EXPECT_EQ(want, got);
+	got = 0;
+	EXPECT_EQ(0, hash_bounded(&self->x, at(m, self->x.fs.mnt, "cold"),
+				  &got)) {
+		TH_LOG("an uncached read through aheadfs blocked (-1) or failed");
+	}
+	EXPECT_EQ(want, got);
+	EXPECT_EQ(0, stat_bounded(&self->x, at(m, self->x.fs.mnt, "cold"), &st));
+	EXPECT_EQ(FROZEN_READ, st.st_size);
+	EXPECT_EQ(12, readdir_bounded(&self->x, at(m, self->x.fs.mnt, "d")));
+	ASSERT_EQ(0, lr_thaw(&self->x));
+}
+
 #define FREEZE_ROUNDS	150
 
 /*
