@@ -26,6 +26,8 @@
 #include <sys/un.h>
 #include <sys/xattr.h>
 
+#include <linux/fs.h>
+
 #include <libaio.h>
 
 #ifndef FIFREEZE
@@ -1812,6 +1814,292 @@ TEST_F_TIMEOUT(frozen, freeze_races_sync_writes, 300)
 		kill(pid, SIGKILL);
 		ASSERT_EQ(0, lr_wait(&self->x, pid, WAIT_MS, NULL));
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Immutable and append-only files                                     */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(iflags) {
+	struct lr x;
+};
+
+static const char *const iflag_files[] = { "f", "a", "g" };
+
+static int iflags_prepare(struct lr *x)
+{
+	char p[PATH_MAX];
+	unsigned int i;
+	int err;
+
+	err = lr_init(x, "iflags", NULL);
+	if (err)
+		return err;
+	for (i = 0; i < ARRAY_SIZE(iflag_files); i++)
+		if (ahfs_put(at(p, x->fs.lower, iflag_files[i]), "base"))
+			return fail(-EIO, "populate", p);
+	return lr_aheadfs(x, x->fs.lower, x->fs.mnt, "");
+}
+
+/* FS_IOC_GETFLAGS of @path, or -errno. */
+static int get_iflags(const char *path)
+{
+	int fd = open(path, O_RDONLY), fl = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl))
+		fl = -errno;
+	close(fd);
+	return fl;
+}
+
+/* FS_IOC_SETFLAGS of @path: its flags with @set, without @clear; 0 or errno. */
+static int set_iflags(const char *path, int set, int clear)
+{
+	int fd = open(path, O_RDONLY), fl = 0, err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl))
+		err = errno;
+	fl = (fl | set) & ~clear;
+	if (!err && ioctl(fd, FS_IOC_SETFLAGS, &fl))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+FIXTURE_SETUP(iflags)
+{
+	LR_SETUP(&self->x, iflags_prepare(&self->x));
+}
+
+FIXTURE_TEARDOWN(iflags)
+{
+	char p[PATH_MAX];
+	unsigned int i;
+
+	/* Else nothing could remove them. */
+	for (i = 0; i < ARRAY_SIZE(iflag_files); i++)
+		set_iflags(at(p, self->x.fs.lower, iflag_files[i]), 0,
+			   FS_IMMUTABLE_FL | FS_APPEND_FL);
+	lr_cleanup(_metadata, &self->x);
+}
+
+static int if_open(const char *d, const char *rel, int flags)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, d, rel), flags);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+static int if_open_wr(const char *d, const char *rel)
+{
+	return if_open(d, rel, O_WRONLY);
+}
+
+static int if_open_rdwr(const char *d, const char *rel)
+{
+	return if_open(d, rel, O_RDWR);
+}
+
+static int if_open_trunc(const char *d, const char *rel)
+{
+	return if_open(d, rel, O_WRONLY | O_APPEND | O_TRUNC);
+}
+
+static int if_truncate(const char *d, const char *rel)
+{
+	char p[PATH_MAX];
+
+	return err_of(truncate(at(p, d, rel), 1));
+}
+
+static int if_unlink(const char *d, const char *rel)
+{
+	char p[PATH_MAX];
+
+	return err_of(unlink(at(p, d, rel)));
+}
+
+static int if_rename(const char *d, const char *rel)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	return err_of(rename(at(a, d, rel), at(b, d, "renamed")));
+}
+
+static int if_link(const char *d, const char *rel)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	return err_of(link(at(a, d, rel), at(b, d, "linked")));
+}
+
+static int if_chmod(const char *d, const char *rel)
+{
+	char p[PATH_MAX];
+
+	return err_of(chmod(at(p, d, rel), 0600));
+}
+
+static int if_utimes(const char *d, const char *rel)
+{
+	struct timeval tv[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	char p[PATH_MAX];
+
+	return err_of(utimes(at(p, d, rel), tv));
+}
+
+static int if_setxattr(const char *d, const char *rel)
+{
+	char p[PATH_MAX];
+
+	return err_of(setxattr(at(p, d, rel), "user.x", "x", 1, 0));
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(const char *d, const char *rel);
+} if_ops[] = {
+	{ "open O_WRONLY", if_open_wr },
+	{ "open O_RDWR", if_open_rdwr },
+	{ "open O_APPEND|O_TRUNC", if_open_trunc },
+	{ "truncate", if_truncate },
+	{ "unlink", if_unlink },
+	{ "rename", if_rename },
+	{ "link", if_link },
+	{ "chmod", if_chmod },
+	{ "utimes", if_utimes },
+	{ "setxattr", if_setxattr },
+};
+
+/*
+ * Every change of a file made immutable (or append-only) on the lower
+ * directly: refused with EPERM through aheadfs as on the lower itself.
+ */
+static void iflag_refusals(struct __test_metadata *_metadata, struct lr *x,
+			   const char *rel, int append)
+{
+	char p[PATH_MAX], data[16];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(if_ops); i++) {
+		int direct, stacked;
+
+		direct = if_ops[i].fn(x->fs.lower, rel);
+		stacked = if_ops[i].fn(x->fs.mnt, rel);
+		EXPECT_EQ(EPERM, direct) {
+			TH_LOG("%s of an %s file on the lower: %s", if_ops[i].name,
+			       append ? "append-only" : "immutable",
+			       direct ? strerror(direct) : "succeeded");
+		}
+		EXPECT_EQ(direct, stacked) {
+			TH_LOG("%s of an %s file through aheadfs: %s",
+			       if_ops[i].name,
+			       append ? "append-only" : "immutable",
+			       stacked ? strerror(stacked) : "succeeded");
+		}
+	}
+	EXPECT_EQ(4, ahfs_read_file(at(p, x->fs.lower, rel), data,
+				    sizeof(data)));
+	EXPECT_STREQ("base", data);
+}
+
+/* chattr +i on the lower: every change is refused through aheadfs too. */
+TEST_F(iflags, immutable_set_on_lower)
+{
+	char l[PATH_MAX], m[PATH_MAX];
+	int fd;
+
+	at(l, self->x.fs.lower, "f");
+	at(m, self->x.fs.mnt, "f");
+	/* aheadfs knows the file before the flag is set. */
+	ASSERT_EQ(0, if_open_wr(self->x.fs.mnt, "f"));
+	ASSERT_EQ(0, set_iflags(l, FS_IMMUTABLE_FL, 0));
+	ASSERT_LT(0, get_iflags(m) & FS_IMMUTABLE_FL);
+	iflag_refusals(_metadata, &self->x, "f", 0);
+	fd = open(m, O_WRONLY | O_APPEND);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(EPERM, errno);
+	if (fd >= 0)
+		close(fd);
+	/* Cleared on the lower: allowed again through aheadfs. */
+	ASSERT_EQ(0, set_iflags(l, 0, FS_IMMUTABLE_FL));
+	EXPECT_EQ(0, if_open_wr(self->x.fs.mnt, "f"));
+	EXPECT_EQ(0, if_chmod(self->x.fs.mnt, "f"));
+}
+
+/*
+ * chattr +a on the lower: through aheadfs as directly, only O_APPEND
+ * writes are allowed, and they append (a pwrite at 0 too); clearing
+ * O_APPEND with F_SETFL is refused.
+ */
+TEST_F(iflags, append_only_set_on_lower)
+{
+	const char *roots[] = { self->x.fs.lower, self->x.fs.mnt };
+	char p[PATH_MAX], data[16];
+	int side, fd;
+
+	ASSERT_EQ(0, if_open_wr(self->x.fs.mnt, "a"));
+	ASSERT_EQ(0, set_iflags(at(p, self->x.fs.lower, "a"), FS_APPEND_FL, 0));
+	iflag_refusals(_metadata, &self->x, "a", 1);
+	for (side = 0; side < 2; side++) {
+		fd = open(at(p, roots[side], "a"), O_WRONLY | O_APPEND);
+		ASSERT_LE(0, fd) {
+			TH_LOG("O_APPEND open %s: %s", side ? "through aheadfs" :
+			       "on the lower", strerror(errno));
+		}
+		EXPECT_EQ(1, pwrite(fd, side ? "M" : "L", 1, 0));
+		EXPECT_EQ(-1, fcntl(fd, F_SETFL, 0));
+		EXPECT_EQ(EPERM, errno) {
+			TH_LOG("clearing O_APPEND %s", side ?
+			       "through aheadfs" : "on the lower");
+		}
+		close(fd);
+	}
+	EXPECT_EQ(6, ahfs_read_file(at(p, self->x.fs.lower, "a"), data,
+				    sizeof(data)));
+	EXPECT_STREQ("baseLM", data);
+	EXPECT_EQ(6, ahfs_read_file(at(p, self->x.fs.mnt, "a"), data,
+				    sizeof(data)));
+	EXPECT_STREQ("baseLM", data);
+}
+
+/*
+ * FS_IOC_SETFLAGS through aheadfs sets the lower's flags (FS_IOC_GETFLAGS
+ * on the lower shows them, and the lower then refuses what they forbid),
+ * and clears them again.
+ */
+TEST_F(iflags, set_through_aheadfs)
+{
+	char l[PATH_MAX], m[PATH_MAX], x2[PATH_MAX];
+	int fl;
+
+	at(l, self->x.fs.lower, "g");
+	at(m, self->x.fs.mnt, "g");
+	ASSERT_EQ(0, set_iflags(m, FS_APPEND_FL, 0));
+	fl = get_iflags(l);
+	ASSERT_LE(0, fl);
+	EXPECT_EQ(FS_APPEND_FL, fl & (FS_APPEND_FL | FS_IMMUTABLE_FL));
+	EXPECT_EQ(EPERM, if_open_wr(self->x.fs.lower, "g"));
+	EXPECT_EQ(EPERM, if_open_wr(self->x.fs.mnt, "g"));
+
+	ASSERT_EQ(0, set_iflags(m, FS_IMMUTABLE_FL, FS_APPEND_FL));
+	fl = get_iflags(l);
+	ASSERT_LE(0, fl);
+	EXPECT_EQ(FS_IMMUTABLE_FL, fl & (FS_APPEND_FL | FS_IMMUTABLE_FL));
+	EXPECT_EQ(EPERM, if_unlink(self->x.fs.lower, "g"));
+	EXPECT_EQ(EPERM, if_unlink(self->x.fs.mnt, "g"));
+
+	ASSERT_EQ(0, set_iflags(m, 0, FS_IMMUTABLE_FL));
+	fl = get_iflags(l);
+	ASSERT_LE(0, fl);
+	EXPECT_EQ(0, fl & (FS_APPEND_FL | FS_IMMUTABLE_FL));
+	EXPECT_EQ(0, if_rename(self->x.fs.mnt, "g"));
+	EXPECT_EQ(0, access(at(x2, self->x.fs.lower, "renamed"), F_OK));
 }
 
 /* ------------------------------------------------------------------ */
