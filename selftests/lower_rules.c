@@ -2962,6 +2962,90 @@ TEST_F(locks, lease_refused)
 	close(fd);
 }
 
+/*
+ * A read lease held on the lower file is broken by an open for writing:
+ * the holder gets SIGIO and sees F_GETLEASE turn to F_UNLCK (the lease
+ * being broken), and the opener waits until the holder gives the lease
+ * up, then opens.  The same through aheadfs as on the lower directly:
+ * aheadfs opens the lower file at each open with the caller's flags, and
+ * the lower's open breaks the lease.
+ */
+TEST_F_TIMEOUT(locks, lower_lease_broken_by_open, 60)
+{
+	const char *paths[] = { self->l, self->m };
+	int side;
+
+	for (side = 0; side < 2; side++) {
+		int c[2], a[2], status;
+		pid_t holder, opener;
+
+		ASSERT_EQ(0, pipe(c));
+		ASSERT_EQ(0, pipe(a));
+		holder = lr_fork(&self->x);
+		ASSERT_LE(0, holder);
+		if (!holder) {
+			struct timespec ts = { WAIT_MS / 1000, 0 };
+			unsigned char r;
+			sigset_t io;
+			int fd;
+
+			close_others(c[0], a[1]);
+			sigemptyset(&io);
+			sigaddset(&io, SIGIO);
+			sigprocmask(SIG_BLOCK, &io, NULL);
+			fd = open(self->l, O_RDONLY);
+			r = fd < 0 ? errno : err_of(fcntl(fd, F_SETLEASE, F_RDLCK));
+			if (write(a[1], &r, 1) != 1 || r)
+				_exit(1);
+			/* The break: SIGIO, and the lease is going. */
+			r = sigtimedwait(&io, NULL, &ts) == SIGIO ?
+			    fcntl(fd, F_GETLEASE) : 'T';
+			if (write(a[1], &r, 1) != 1 || read(c[0], &r, 1) != 1)
+				_exit(1);
+			r = err_of(fcntl(fd, F_SETLEASE, F_UNLCK));
+			if (write(a[1], &r, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		close(c[0]);
+		close(a[1]);
+		ASSERT_EQ(0, read_byte(a[0], WAIT_MS)) {
+			TH_LOG("no read lease on the lower");
+		}
+		opener = lr_fork(&self->x);
+		ASSERT_LE(0, opener);
+		if (!opener) {
+			int fd = open(paths[side], O_WRONLY);
+
+			_exit(fd < 0 ? errno : 0);
+		}
+		EXPECT_EQ(F_UNLCK, read_byte(a[0], WAIT_MS)) {
+			TH_LOG("an open for writing %s did not break the lower's lease",
+			       side ? "through aheadfs" : "on the lower");
+		}
+		/* The default lease-break-time is 45 s: well beyond this. */
+		EXPECT_EQ(0, waitpid(opener, &status, WNOHANG)) {
+			TH_LOG("the opener %s did not wait for the lease holder",
+			       side ? "through aheadfs" : "on the lower");
+		}
+		ASSERT_EQ(1, write(c[1], "u", 1));
+		EXPECT_EQ(0, read_byte(a[0], WAIT_MS));
+		ASSERT_EQ(0, lr_wait(&self->x, opener, WAIT_MS, &status)) {
+			TH_LOG("the opener is still blocked after the lease went");
+		}
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) {
+			TH_LOG("open for writing %s: %s",
+			       side ? "through aheadfs" : "on the lower",
+			       strerror(WEXITSTATUS(status)));
+		}
+		ASSERT_EQ(0, lr_wait(&self->x, holder, WAIT_MS, &status));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+		close(c[1]);
+		close(a[0]);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* ACLs                                                                */
 /* ------------------------------------------------------------------ */
