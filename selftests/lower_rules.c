@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include <linux/fs.h>
 
@@ -3924,6 +3925,132 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	EXPECT_LT(chunks, ahfs_stat(&self->x.fs, "prefetch_chunks"));
 	close(mfd);
 	close(lfd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The caches' timeouts run out                                        */
+/* ------------------------------------------------------------------ */
+
+#define CACHE_MS	1500
+
+FIXTURE(expiry) {
+	struct lr x;
+};
+
+static int expiry_prepare(struct lr *x)
+{
+	char p[PATH_MAX], opts[256];
+	int err;
+
+	err = lr_init(x, "expiry", NULL);
+	if (err)
+		return err;
+	if (ahfs_put(at(p, x->fs.lower, "f"), "0123456789") ||
+	    chmod(p, 0644) || ahfs_put(at(p, x->fs.lower, "gone"), "g") ||
+	    mkdir(at(p, x->fs.lower, "d"), 0755) ||
+	    ahfs_put(at(p, x->fs.lower, "d/old"), "o"))
+		return fail(-errno, "populate", x->fs.lower);
+	snprintf(opts, sizeof(opts),
+		 "attr_timeout_ms=%d,entry_timeout_ms=%d,negative_timeout_ms=%d,readdir_cache=1",
+		 CACHE_MS, CACHE_MS, CACHE_MS);
+	err = lr_aheadfs(x, x->fs.lower, x->fs.mnt, opts);
+	if (!err && ahfs_find_sysfs(&x->fs))
+		err = fail(-ENOENT, "no sysfs directory for", x->fs.mnt);
+	return err;
+}
+
+FIXTURE_SETUP(expiry)
+{
+	LR_SETUP(&self->x, expiry_prepare(&self->x));
+}
+
+FIXTURE_TEARDOWN(expiry)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* Whether directory @dir lists @name: 1, 0, or -errno. */
+static int dir_lists(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		found |= !strcmp(de->d_name, name);
+	closedir(d);
+	return found;
+}
+
+/*
+ * With every cache on (attr_timeout_ms, entry_timeout_ms,
+ * negative_timeout_ms, readdir_cache), what the mount learnt is cached,
+ * then changed on the lower directly: a chmod and a truncate of a file, a
+ * name removed, a name created where the mount had found none, a name
+ * created in a listed directory.  Once the timeout has run out from the
+ * time the caches were filled, aheadfs shows every change.  Only the time
+ * is waited for, never a state: what is served before the deadline is not
+ * asserted (it depends on the host's speed).  The attribute and readdir
+ * caches serve ext4 and xfs too; the entry and negative timeouts only skip
+ * the revalidation of lowers that have one (NFS, FUSE), so on these lowers
+ * the last three checks hold at once.
+ */
+TEST_F_TIMEOUT(expiry, lower_changes_seen_after_timeout, 60)
+{
+	char m[PATH_MAX], l[PATH_MAX];
+	struct timespec deadline;
+	struct stat st;
+
+	/* Fill the caches: attributes, a positive, a negative entry, a listing. */
+	ASSERT_EQ(0, stat(at(m, self->x.fs.mnt, "f"), &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+	EXPECT_EQ(10, st.st_size);
+	ASSERT_EQ(0, stat(at(m, self->x.fs.mnt, "gone"), &st));
+	ASSERT_EQ(-1, stat(at(m, self->x.fs.mnt, "late"), &st));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(1, dir_lists(at(m, self->x.fs.mnt, "d"), "old"));
+	ASSERT_EQ(0, dir_lists(m, "new"));
+	/* Every cache entry above is dated before this. */
+	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &deadline));
+
+	ASSERT_EQ(0, chmod(at(l, self->x.fs.lower, "f"), 0600));
+	ASSERT_EQ(0, truncate(l, 3));
+	ASSERT_EQ(0, unlink(at(l, self->x.fs.lower, "gone")));
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "late"), "late"));
+	ASSERT_EQ(0, ahfs_put(at(l, self->x.fs.lower, "d/new"), "new"));
+
+	/* The timeout, and a few jiffies of slack. */
+	deadline.tv_nsec += (CACHE_MS % 1000 + 50) * 1000000L;
+	deadline.tv_sec += CACHE_MS / 1000 + deadline.tv_nsec / 1000000000L;
+	deadline.tv_nsec %= 1000000000L;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline,
+			       NULL) == EINTR)
+		;
+
+	ASSERT_EQ(0, stat(at(m, self->x.fs.mnt, "f"), &st));
+	EXPECT_EQ(0600, st.st_mode & 07777) {
+		TH_LOG("a chmod on the lower not seen after attr_timeout_ms");
+	}
+	EXPECT_EQ(3, st.st_size) {
+		TH_LOG("a truncate on the lower not seen after attr_timeout_ms");
+	}
+	EXPECT_EQ(-1, stat(at(m, self->x.fs.mnt, "gone"), &st)) {
+		TH_LOG("a name removed on the lower still there after entry_timeout_ms");
+	}
+	EXPECT_EQ(0, stat(at(m, self->x.fs.mnt, "late"), &st)) {
+		TH_LOG("a name created on the lower still absent after negative_timeout_ms");
+	}
+	EXPECT_EQ(1, dir_lists(at(m, self->x.fs.mnt, "d"), "new")) {
+		TH_LOG("a name created on the lower not listed after the timeout");
+	}
+	EXPECT_EQ(0, dir_lists(at(m, self->x.fs.mnt, "."), "gone"));
+	TH_LOG("attr_cache_hits %lld, entry_cache_hits %lld, negative_cache_hits %lld, readdir_cache_hits %lld",
+	       ahfs_stat(&self->x.fs, "attr_cache_hits"),
+	       ahfs_stat(&self->x.fs, "entry_cache_hits"),
+	       ahfs_stat(&self->x.fs, "negative_cache_hits"),
+	       ahfs_stat(&self->x.fs, "readdir_cache_hits"));
 }
 
 /* ------------------------------------------------------------------ */
