@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * aheadfs keeps the lower's rules: what a read-only, frozen, noexec, nodev
- * or nosuid lower refuses or delays is refused or delayed the same way
- * through aheadfs (each claim is checked on the lower directly too); an
- * automount point is not stacked over; locks taken through aheadfs and on
- * the lower see each other; ACLs, idmapped mounts and RWF_NOWAIT behave as
- * on the lower; and what is removed through aheadfs gives its space and
- * inodes back to the lower at once.
+ * or nosuid lower, or an immutable or append-only file, refuses or delays
+ * is refused or delayed the same way through aheadfs (each claim is checked
+ * on the lower directly too); an automount point is not stacked over;
+ * locks taken through aheadfs and on the lower see each other, and a lease
+ * on the lower is broken by an open through aheadfs; ACLs, idmapped
+ * mounts, clones and RWF_NOWAIT behave as on the lower; changes made on the
+ * lower are seen once the caches' timeouts run out; and what is removed
+ * through aheadfs gives its space and inodes back to the lower at once.
  */
 #include "aheadfs_test.h"
 
@@ -27,6 +29,7 @@
 #include <sys/xattr.h>
 #include <time.h>
 
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 
 #include <libaio.h>
@@ -4051,6 +4054,227 @@ TEST_F_TIMEOUT(expiry, lower_changes_seen_after_timeout, 60)
 	       ahfs_stat(&self->x.fs, "entry_cache_hits"),
 	       ahfs_stat(&self->x.fs, "negative_cache_hits"),
 	       ahfs_stat(&self->x.fs, "readdir_cache_hits"));
+}
+
+/* ------------------------------------------------------------------ */
+/* Clones across mounts                                                */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(reflink) {
+	struct lr x;
+	char mnt2[PATH_MAX];	/* a second aheadfs mount of the lower */
+	char bind[PATH_MAX];	/* a bind mount of the lower: the reference */
+	char abind[PATH_MAX];	/* a bind mount of the first aheadfs mount */
+	char other[PATH_MAX];	/* another filesystem (tmpfs) */
+	char omnt[PATH_MAX];	/* aheadfs over it */
+	int xfs;
+};
+
+static int reflink_prepare(struct lr *x, char *mnt2, char *bind, char *abind,
+			   char *other, char *omnt)
+{
+	char p[PATH_MAX];
+	int err;
+
+	err = lr_init(x, "reflink", NULL);
+	if (err)
+		return err;
+	if (ahfs_make_file(at(p, x->fs.lower, "src"), 1 << 20))
+		return fail(-EIO, "populate", p);
+	ahfs_fmt(mnt2, PATH_MAX, "%s/mnt2", x->fs.base);
+	ahfs_fmt(bind, PATH_MAX, "%s/bind", x->fs.base);
+	ahfs_fmt(abind, PATH_MAX, "%s/abind", x->fs.base);
+	ahfs_fmt(other, PATH_MAX, "%s/other", x->fs.base);
+	ahfs_fmt(omnt, PATH_MAX, "%s/omnt", x->fs.base);
+	err = lr_aheadfs(x, x->fs.lower, x->fs.mnt, "");
+	if (!err)
+		err = lr_aheadfs(x, x->fs.lower, mnt2, "");
+	if (!err)
+		err = lr_bind(x, x->fs.lower, bind, 0);
+	if (!err)
+		err = lr_bind(x, x->fs.mnt, abind, 0);
+	if (!err && mkdir(other, 0755))
+		err = fail(-errno, "mkdir", other);
+	if (!err)
+		err = lr_mount(x, "tmpfs", other, "tmpfs", 0, "size=16m");
+	if (!err && ahfs_make_file(at(p, other, "src"), 1 << 20))
+		err = fail(-EIO, "populate", p);
+	if (!err)
+		err = lr_aheadfs(x, other, omnt, "");
+	return err;
+}
+
+FIXTURE_SETUP(reflink)
+{
+	LR_SETUP(&self->x, reflink_prepare(&self->x, self->mnt2, self->bind,
+					   self->abind, self->other,
+					   self->omnt));
+	self->xfs = !strcmp(ahfs_fstype(), "xfs");
+}
+
+FIXTURE_TEARDOWN(reflink)
+{
+	lr_cleanup(_metadata, &self->x);
+}
+
+/* Extents of @path flagged shared (FIEMAP), or -1. */
+static int shared_extents(const char *path)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ext[64];
+	} f = { .fm = { .fm_length = ~0ULL, .fm_extent_count = 64,
+			.fm_flags = FIEMAP_FLAG_SYNC } };
+	int fd = open(path, O_RDONLY), n = 0;
+	unsigned int i;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &f.fm)) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	for (i = 0; i < f.fm.fm_mapped_extents; i++)
+		n += !!(f.ext[i].fe_flags & FIEMAP_EXTENT_SHARED);
+	return n;
+}
+
+/*
+ * FICLONE (@range 0) or FICLONERANGE of @src's first MiB onto @dst (made
+ * empty): 0 or errno.
+ */
+static int clone_to(const char *src, const char *dst, int range)
+{
+	struct file_clone_range r = { .src_length = 1 << 20 };
+	int in = open(src, O_RDONLY), err;
+	int out = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (in < 0 || out < 0) {
+		err = errno;
+		goto out;
+	}
+	r.src_fd = in;
+	err = err_of(range ? ioctl(out, FICLONERANGE, &r) :
+			     ioctl(out, FICLONE, in));
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return err;
+}
+
+/* copy_file_range of @src's first MiB onto @dst (made empty): 0 or errno. */
+static int copy_to(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY), err = 0;
+	int out = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ssize_t n;
+
+	if (in < 0 || out < 0) {
+		err = errno;
+		goto out;
+	}
+	n = copy_file_range(in, NULL, out, NULL, 1 << 20, 0);
+	err = n < 0 ? errno : n == 1 << 20 ? 0 : EBADMSG;
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return err;
+}
+
+/*
+ * FICLONE and FICLONERANGE within one aheadfs superblock work as on the
+ * lower: within one mount, and across two mounts of it (a bind mount),
+ * as within the lower and across it and a bind mount of it (xfs: a clone,
+ * the extents shared on the lower; ext4: EOPNOTSUPP).  Two aheadfs mounts
+ * of the same lower are two superblocks, and the VFS refuses a clone
+ * across superblocks before aheadfs is asked: EXDEV, where the lower
+ * clones across two of its mounts; copy_file_range across them clones on
+ * the lower exactly when it does across the lower's two mounts.  Between
+ * aheadfs and another filesystem: EXDEV, as directly.
+ */
+TEST_F(reflink, clone_across_mounts)
+{
+	const char *src_l = "src";
+	char a[PATH_MAX], b[PATH_MAX], l[PATH_MAX];
+	int range, direct, stacked, sd, ss, k;
+
+	for (range = 0; range < 2; range++) {
+		const char *how = range ? "FICLONERANGE" : "FICLONE";
+
+		/* One superblock: within one mount, and to a bind mount of it. */
+		for (k = 0; k < 2; k++) {
+			char ln[16], mn[16];
+
+			snprintf(ln, sizeof(ln), "l-%d-%d", range, k);
+			snprintf(mn, sizeof(mn), "m-%d-%d", range, k);
+			direct = clone_to(at(a, self->x.fs.lower, src_l),
+					  at(b, k ? self->bind : self->x.fs.lower,
+					     ln), range);
+			stacked = clone_to(at(a, self->x.fs.mnt, src_l),
+					   at(b, k ? self->abind : self->x.fs.mnt,
+					      mn), range);
+			EXPECT_EQ(self->xfs ? 0 : EOPNOTSUPP, direct);
+			EXPECT_EQ(direct, stacked) {
+				TH_LOG("%s %s: lower %s, aheadfs %s", how,
+				       k ? "to a bind mount" : "within one mount",
+				       strerror(direct), strerror(stacked));
+			}
+			sd = shared_extents(at(l, self->x.fs.lower, ln));
+			ss = shared_extents(at(l, self->x.fs.lower, mn));
+			EXPECT_EQ(!!sd, !!ss) {
+				TH_LOG("%s %s: shared extents on the lower %d, through aheadfs %d",
+				       how, k ? "to a bind mount" : "within one mount",
+				       sd, ss);
+			}
+			if (self->xfs) {
+				EXPECT_LT(0, ss);
+				EXPECT_EQ(hash_file(at(a, self->x.fs.lower, src_l)),
+					  hash_file(l));
+			}
+		}
+
+		/* Two aheadfs mounts of the lower: two superblocks. */
+		direct = clone_to(at(a, self->x.fs.lower, src_l),
+				  at(b, self->bind, "l-across"), range);
+		stacked = clone_to(at(a, self->x.fs.mnt, src_l),
+				   at(b, self->mnt2, "m-across"), range);
+		TH_LOG("%s across two mounts: of the lower %s, of aheadfs %s",
+		       how, strerror(direct), strerror(stacked));
+		EXPECT_EQ(self->xfs ? 0 : EOPNOTSUPP, direct);
+		EXPECT_EQ(EXDEV, stacked);
+		EXPECT_EQ(0, shared_extents(at(l, self->x.fs.lower, "m-across")));
+
+		/* Another filesystem. */
+		direct = clone_to(at(a, self->other, src_l),
+				  at(b, self->x.fs.lower, "l-other"), range);
+		stacked = clone_to(at(a, self->omnt, src_l),
+				   at(b, self->x.fs.mnt, "m-other"), range);
+		EXPECT_EQ(EXDEV, direct);
+		EXPECT_EQ(direct, stacked) {
+			TH_LOG("%s from another filesystem: lower %s, aheadfs %s",
+			       how, strerror(direct), strerror(stacked));
+		}
+	}
+
+	/* copy_file_range across the two: a clone where the lower's is. */
+	EXPECT_EQ(0, copy_to(at(a, self->x.fs.lower, src_l),
+			     at(b, self->bind, "l-copy")));
+	EXPECT_EQ(0, copy_to(at(a, self->x.fs.mnt, src_l),
+			     at(b, self->mnt2, "m-copy")));
+	sd = shared_extents(at(l, self->x.fs.lower, "l-copy"));
+	ss = shared_extents(at(l, self->x.fs.lower, "m-copy"));
+	EXPECT_EQ(!!sd, !!ss) {
+		TH_LOG("copy_file_range across two mounts: shared extents on the lower %d, through aheadfs %d",
+		       sd, ss);
+	}
+	if (self->xfs)
+		EXPECT_LT(0, ss);
+	EXPECT_EQ(hash_file(at(a, self->x.fs.lower, src_l)), hash_file(l));
 }
 
 /* ------------------------------------------------------------------ */
