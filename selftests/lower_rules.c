@@ -33,6 +33,7 @@
 #include <linux/fs.h>
 
 #include <libaio.h>
+#include <liburing.h>
 
 #ifndef FIFREEZE
 #define FIFREEZE		_IOWR('X', 119, int)
@@ -3797,17 +3798,31 @@ static int trace_set(const char *file, const char *val)
 					file), val);
 }
 
+/* Empty the trace buffer (an open with O_TRUNC; a write of "" does not). */
+static int trace_clear(void)
+{
+	int fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
 /*
- * The aheadfs_prefetch events in the trace buffer: how many, and how many
- * were fired by task @pid (the chunk was issued in that task's context).
+ * The aheadfs_prefetch events in the trace buffer: how many, how many were
+ * fired by task @pid (the chunk was issued in that task's context), and how
+ * many by a kworker (aheadfs's worker) when @by_worker is not NULL.
  */
-static int prefetch_events(pid_t pid, long *by_pid)
+static int prefetch_events(pid_t pid, long *by_pid, long *by_worker)
 {
 	char line[1024], tag[32];
 	FILE *f = fopen(TRACEFS "/trace", "r");
 	int n = 0;
 
 	*by_pid = 0;
+	if (by_worker)
+		*by_worker = 0;
 	if (!f)
 		return -1;
 	/* "  comm-PID  [cpu] ..." */
@@ -3822,6 +3837,9 @@ static int prefetch_events(pid_t pid, long *by_pid)
 		t = strstr(line, tag);
 		if (t && t < ev)
 			(*by_pid)++;
+		t = strstr(line, "kworker/");
+		if (by_worker && t && t < ev)
+			(*by_worker)++;
 	}
 	fclose(f);
 	return n;
@@ -3830,7 +3848,11 @@ static int prefetch_events(pid_t pid, long *by_pid)
 /*
  * preadv2(RWF_NOWAIT) of a cold file returns through aheadfs what it does on
  * the lower (EAGAIN) without waiting, and the reader issues no prefetch of
- * its own: what its window plans is issued by aheadfs's worker.
+ * its own.  Where the lower's own attempt starts readahead (RWF_NOWAIT is
+ * IOCB_NOWAIT: 6.12), what the window plans is issued by aheadfs's worker
+ * (counted in prefetch_chunks, traced, none in the reader's context);
+ * where it starts no I/O (RWF_NOWAIT is also IOCB_NOIO: 6.1), nothing is
+ * issued at all.
  */
 TEST_F_TIMEOUT(nowait, cold_file, 120)
 {
@@ -3839,7 +3861,7 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	long long chunks, now = -1;
 	long by_reader = 0;
 	ssize_t nl, nm;
-	int lfd, mfd, el = 0, em = 0, i, events;
+	int lfd, mfd, el = 0, em = 0, i, events, lower_io = 0;
 
 	if (!self->x.dm[0])
 		SKIP(return, "%s", self->why);
@@ -3867,13 +3889,25 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	}
 	ASSERT_EQ(EAGAIN, el);
 	ASSERT_EQ(0, lr_resume(&self->x));
+	/*
+	 * Whether the lower's own attempt started readahead: it does where
+	 * RWF_NOWAIT is IOCB_NOWAIT alone (6.12), and starts no I/O where it
+	 * also means IOCB_NOIO (6.1).  Its pages are up to date, and so seen,
+	 * once the device has read them: a bounded wait.
+	 */
+	for (i = 0; i <= WATCH_MS / 10; i++) {
+		lower_io = resident(lfd, COLD_SIZE) > 0;
+		if (lower_io)
+			break;
+		usleep(10000);
+	}
 
-	/* The lower's own attempt may have started readahead: cold again. */
+	/* Cold again. */
 	ASSERT_EQ(0, make_cold(lfd));
 	snprintf(filter, sizeof(filter), "dev == %u\n",
 		 major(self->x.fs.dev) << 20 | minor(self->x.fs.dev));
 	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/filter", filter));
-	ASSERT_EQ(0, trace_set("trace", ""));
+	ASSERT_EQ(0, trace_clear());
 	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/enable", "1"));
 	chunks = ahfs_stat(&self->x.fs, "prefetch_chunks");
 	ASSERT_LE(0, chunks);
@@ -3893,23 +3927,36 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	ASSERT_EQ(0, lr_resume(&self->x));
 	for (i = 0; i <= WATCH_MS / 10; i++) {
 		now = ahfs_stat(&self->x.fs, "prefetch_chunks");
-		events = prefetch_events(self->x.nowait_pid, &by_reader);
+		events = prefetch_events(self->x.nowait_pid, &by_reader, NULL);
 		if (now != chunks && events > 0)
 			break;
 		usleep(10000);
 	}
 	trace_set("events/aheadfs/aheadfs_prefetch/enable", "0");
-	events = prefetch_events(self->x.nowait_pid, &by_reader);
+	events = prefetch_events(self->x.nowait_pid, &by_reader, NULL);
 	trace_set("events/aheadfs/aheadfs_prefetch/filter", "0\n");
 	ASSERT_LE(0, events);
-	TH_LOG("%lld chunks counted for the NOWAIT read, %d traced, %ld by the reader",
-	       now - chunks, events, by_reader);
+	TH_LOG("%lld chunks counted for the NOWAIT read, %d traced, %ld by the reader; the lower's own %s I/O",
+	       now - chunks, events, by_reader, lower_io ? "started" : "started no");
 	EXPECT_EQ(0, by_reader) {
 		TH_LOG("the RWF_NOWAIT reader issued prefetch itself");
 	}
-	/* A chunk counted is a chunk traced: the trace would have seen it. */
-	if (now != chunks)
+	if (lower_io) {
+		/*
+		 * The read moved its stream's window all the same, and the
+		 * worker issued it: counted, and traced.
+		 */
+		EXPECT_LT(chunks, now) {
+			TH_LOG("nothing of the window the RWF_NOWAIT read planned was issued");
+		}
 		EXPECT_LT(0, events);
+	} else {
+		/* IOCB_NOIO: no I/O at all, the worker's neither. */
+		EXPECT_EQ(chunks, now) {
+			TH_LOG("prefetch issued for a read that must start no I/O");
+		}
+		EXPECT_EQ(0, events);
+	}
 
 	/*
 	 * Control: a blocking read on a fresh open (a window of its own)
@@ -4275,6 +4322,88 @@ TEST_F(reflink, clone_across_mounts)
 	if (self->xfs)
 		EXPECT_LT(0, ss);
 	EXPECT_EQ(hash_file(at(a, self->x.fs.lower, src_l)), hash_file(l));
+}
+
+/*
+ * io_uring's first, inline attempt at a read is IOCB_NOWAIT without
+ * IOCB_NOIO, on both kernels.  A read of data in the page cache completes
+ * in it, and the window it plans beyond (the bytes after it, not cached)
+ * is issued by aheadfs's worker: counted, traced in a kworker, none in the
+ * submitting task, and the bytes reach the lower's page cache.
+ */
+TEST_F_TIMEOUT(nowait, uring_inline_attempt, 60)
+{
+	static unsigned char buf[1 << 20] __attribute__((aligned(4096)));
+	char l[PATH_MAX], m[PATH_MAX], filter[64];
+	long by_reader = 0, by_worker = 0;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	long long chunks, now = 0;
+	int lfd, mfd, i, events = 0;
+
+	if (access(TRACEFS "/events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	ASSERT_EQ(0, access(TRACEFS "/events/aheadfs/aheadfs_prefetch", F_OK));
+	ASSERT_EQ(0, ahfs_make_file(at(l, self->x.fs.lower, "warm"),
+				    COLD_SIZE));
+	lfd = open(l, O_RDONLY);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, fsync(lfd));
+	ASSERT_EQ(0, make_cold(lfd));
+	/* Its first MiB only, without the lower's readahead. */
+	ASSERT_EQ(0, posix_fadvise(lfd, 0, 0, POSIX_FADV_RANDOM));
+	ASSERT_EQ(sizeof(buf), pread(lfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(sizeof(buf) / 4096, resident(lfd, COLD_SIZE));
+	mfd = open(at(m, self->x.fs.mnt, "warm"), O_RDONLY);
+	ASSERT_LE(0, mfd);
+
+	snprintf(filter, sizeof(filter), "dev == %u\n",
+		 major(self->x.fs.dev) << 20 | minor(self->x.fs.dev));
+	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/filter", filter));
+	ASSERT_EQ(0, trace_clear());
+	ASSERT_EQ(0, trace_set("events/aheadfs/aheadfs_prefetch/enable", "1"));
+	chunks = ahfs_stat(&self->x.fs, "prefetch_chunks");
+	ASSERT_LE(0, chunks);
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, mfd, buf, sizeof(buf), 0);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	EXPECT_EQ((int)sizeof(buf), cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	EXPECT_EQ(0, ahfs_check_pattern(buf, sizeof(buf), 0));
+
+	/* The worker runs when it runs: a bounded wait for its chunk. */
+	for (i = 0; i <= WAIT_MS / 10; i++) {
+		now = ahfs_stat(&self->x.fs, "prefetch_chunks");
+		events = prefetch_events(getpid(), &by_reader, &by_worker);
+		if (now > chunks && by_worker > 0)
+			break;
+		usleep(10000);
+	}
+	trace_set("events/aheadfs/aheadfs_prefetch/enable", "0");
+	events = prefetch_events(getpid(), &by_reader, &by_worker);
+	trace_set("events/aheadfs/aheadfs_prefetch/filter", "0\n");
+	TH_LOG("%lld chunks after the inline read, %d traced: %ld by the submitter, %ld by a kworker",
+	       now - chunks, events, by_reader, by_worker);
+	EXPECT_LT(chunks, now) {
+		TH_LOG("nothing of the window the inline attempt planned was issued");
+	}
+	EXPECT_LT(0, by_worker);
+	EXPECT_EQ(0, by_reader) {
+		TH_LOG("the inline (IOCB_NOWAIT) attempt issued prefetch itself");
+	}
+	/* And the window's bytes reach the lower's page cache. */
+	for (i = 0; i <= WAIT_MS / 10; i++) {
+		if (resident(lfd, COLD_SIZE) > (long)(sizeof(buf) / 4096))
+			break;
+		usleep(10000);
+	}
+	EXPECT_LT(sizeof(buf) / 4096, resident(lfd, COLD_SIZE));
+	close(mfd);
+	close(lfd);
 }
 
 /* ------------------------------------------------------------------ */
