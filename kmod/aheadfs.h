@@ -402,6 +402,9 @@ int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
 		      struct path *lower_path);
 void aheadfs_set_nlink(struct inode *inode, unsigned int nlink);
 void aheadfs_copy_attr(struct inode *inode);
+bool aheadfs_i_flags_stale(const struct inode *inode,
+			   const struct inode *lower);
+void aheadfs_copy_i_flags(struct inode *inode);
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when);
 void aheadfs_copy_attr_written(struct inode *inode);
 

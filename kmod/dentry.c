@@ -131,6 +131,23 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	}
 
 	inode = rcu ? d_inode_rcu(dentry) : d_inode(dentry);
+	/*
+	 * The lower's append-only and immutable flags, which the VFS checks
+	 * on our inode at open and permission, as they are now (a chattr on
+	 * the lower directly); copied in ref-walk.  An RCU walk may meet an
+	 * inode being evicted, whose lower inode is gone (NULL): ref-walk
+	 * decides.
+	 */
+	if (ret > 0 && inode) {
+		struct inode *lower_inode = READ_ONCE(AHEADFS_I(inode)->lower);
+
+		if (!lower_inode || aheadfs_i_flags_stale(inode, lower_inode)) {
+			if (rcu)
+				return -ECHILD;
+			if (lower_inode)
+				aheadfs_copy_i_flags(inode);
+		}
+	}
 	/* Keep the size the VFS checks against (copy_file_range) current. */
 	if (ret > 0 && !rcu && inode)
 		fsstack_copy_inode_size(inode, AHEADFS_I(inode)->lower);

@@ -29,6 +29,29 @@
 	(S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE | S_DIRSYNC | S_SWAPFILE)
 
 /*
+ * Whether the lower's copied flags changed behind our back (chattr on the
+ * lower): the VFS checks ours before asking us, in inode_permission()
+ * (immutable) and may_open() (append-only).
+ */
+bool aheadfs_i_flags_stale(const struct inode *inode,
+			   const struct inode *lower)
+{
+	unsigned int flags = READ_ONCE(inode->i_flags);
+
+	return (flags ^ READ_ONCE(lower->i_flags)) & AHEADFS_COPY_I_FLAGS;
+}
+
+void aheadfs_copy_i_flags(struct inode *inode)
+{
+	unsigned int flags;
+
+	flags = READ_ONCE(inode->i_flags) & ~AHEADFS_COPY_I_FLAGS;
+	flags |= READ_ONCE(aheadfs_lower_inode(inode)->i_flags) &
+		 AHEADFS_COPY_I_FLAGS;
+	WRITE_ONCE(inode->i_flags, flags);
+}
+
+/*
  * Link counts change concurrently (getattr, readdir priming, rmdir):
  * set_nlink() counts a count leaving or reaching 0 in the superblock's
  * s_remove_count, which two unserialized calls would count twice.
@@ -53,7 +76,7 @@ void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 	struct inode *lower = aheadfs_lower_inode(inode);
 	struct vfsmount *mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
 	umode_t mode = READ_ONCE(lower->i_mode);
-	unsigned int flags, nlink;
+	unsigned int nlink;
 
 	WRITE_ONCE(AHEADFS_I(inode)->lower_mode, mode);
 	if (S_ISREG(mode) && (READ_ONCE(mnt->mnt_flags) & MNT_NOSUID))
@@ -70,9 +93,7 @@ void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 	nlink = READ_ONCE(lower->i_nlink);
 	if (READ_ONCE(inode->i_nlink) != nlink)
 		aheadfs_set_nlink(inode, nlink);
-	flags = READ_ONCE(inode->i_flags) & ~AHEADFS_COPY_I_FLAGS;
-	flags |= READ_ONCE(lower->i_flags) & AHEADFS_COPY_I_FLAGS;
-	WRITE_ONCE(inode->i_flags, flags);
+	aheadfs_copy_i_flags(inode);
 	fsstack_copy_inode_size(inode, lower);
 	WRITE_ONCE(AHEADFS_I(inode)->attr_time, when);
 }

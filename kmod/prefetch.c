@@ -242,6 +242,25 @@ static u64 mem_room(struct aheadfs_sb_info *sbi)
 }
 
 /*
+ * The most one window of @pf may hold: half of the smallest memory.max of
+ * the memory cgroup its pages are charged to (pf_work_fn()) and of that
+ * cgroup's ancestors, as the mount's windows together take at most half of
+ * MemAvailable.  A window larger than its cgroup can hold would be
+ * reclaimed by the cgroup before it is read.
+ */
+static u64 memcg_cap(const struct aheadfs_pf_state *pf)
+{
+	u64 pages = U64_MAX;
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg;
+
+	for (memcg = pf->memcg; memcg; memcg = parent_mem_cgroup(memcg))
+		pages = min_t(u64, pages, READ_ONCE(memcg->memory.max));
+#endif
+	return pages == U64_MAX ? U64_MAX : (pages << PAGE_SHIFT) / 2;
+}
+
+/*
  * Read [pos, pos + len) into the lower page cache as one readahead request.
  * page_cache_ra_unbounded() adds the missing folios (locked until their read
  * completes) and submits the reads without waiting for them; pages already
@@ -492,7 +511,8 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		.count = min_t(u64, count, isize - pos),
 		.isize = isize,
 		.txn = aheadfs_txn_size(sbi),
-		.win_cap = (u64)READ_ONCE(sbi->window_kb) << 10,
+		.win_cap = min((u64)READ_ONCE(sbi->window_kb) << 10,
+			       memcg_cap(pf)),
 		.legacy = mode == AHEADFS_PF_LEGACY,
 	};
 	if (!rq.legacy) {

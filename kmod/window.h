@@ -141,7 +141,7 @@ struct aheadfs_pf_req {
 	u64 count;
 	u64 isize;	/* size of the lower file now */
 	u64 txn;	/* aheadfs_txn_size() */
-	u64 win_cap;	/* window_kb in bytes */
+	u64 win_cap;	/* window_kb in bytes, or a memory cgroup's cap */
 	u64 mem_room;	/* bytes the mount's windows may still grow by */
 	u64 now;	/* ns, any monotonic clock; 0: size by the cap alone */
 	bool legacy;

@@ -614,82 +614,111 @@ TEST_F_TIMEOUT(prefetch, tracepoints_match_counters, 300)
 	EXPECT_EQ(DELTA(a, b, pf_bytes), len);
 }
 
-static long long meminfo(const char *key)
-{
-	char line[256];
-	long long v = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
+#define PRESSURE_CG	(48 * MIB)
+#define PRESSURE_FILE	(128 * MIB)
+#define PRESSURE_REQ	(8 * MIB)
 
-	if (!f)
+/*
+ * Read @path whole in requests of PRESSURE_REQ in a child, in memory cgroup
+ * @cg when not NULL, checking every byte: 0, or what went wrong (the
+ * child's exit code, or 128 + the signal that killed it).
+ */
+static int read_checked(const char *cg, const char *path, unsigned char *buf)
+{
+	char procs[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, strlen(key)) &&
-		    line[strlen(key)] == ':')
-			v = atoll(line + strlen(key) + 1) * 1024;
-	fclose(f);
-	return v;
+	if (!pid) {
+		char me[32];
+		off_t off = 0;
+		ssize_t r;
+		int fd;
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (cg && ahfs_write_file(ahfs_fmt(procs, sizeof(procs),
+						   "%s/cgroup.procs", cg), me))
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(3);
+		while ((r = pread(fd, buf, PRESSURE_REQ, off)) > 0) {
+			if (ahfs_check_pattern(buf, r, off))
+				_exit(4);
+			off += r;
+		}
+		_exit(r < 0 ? 5 : off == PRESSURE_FILE ? 0 : 6);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+				   128 + WTERMSIG(status);
+}
+
+/* "oom_kill N" of @cg's memory.events, or -1. */
+static long long oom_kills(const char *cg)
+{
+	char path[PATH_MAX], buf[1024], *p;
+
+	if (ahfs_read_file(ahfs_fmt(path, sizeof(path), "%s/memory.events", cg),
+			   buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "oom_kill ");
+	return p ? atoll(p + 9) : -1;
 }
 
 /*
- * Memory pressure: half of the available memory locked away, window_kb at
- * its maximum (4 GiB, more than the guest has).  The window yields to the
- * memory (at most half of what is available) instead of growing to 4 GiB,
- * the reader still finds everything present after its first request, and
- * nothing prefetched is evicted before it is read.
+ * Memory is the limit: window_kb at its maximum (4 GiB), a reader in a
+ * memory cgroup of 48 MiB reads a 128 MiB file in 8 MiB requests.  Its
+ * window yields to the cgroup (it never passes half of memory.max) instead
+ * of outgrowing what the cgroup can hold, prefetch still runs, the reader
+ * is not OOM-killed and reads every byte right.  The same read outside the
+ * cgroup then grows the window past that bound: the cgroup, not the file
+ * or window_kb, stopped it.
  */
 TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
 {
-	const size_t req = 8 * MIB;
-	long long avail, hog, peak;
-	char path[PATH_MAX], c;
-	struct snap a, b, d;
-	int fd, p[2];
-	pid_t pid;
+	char cgroot[PATH_MAX], cg[PATH_MAX], m[PATH_MAX];
+	struct snap a, b, c;
+	int ret;
 
-	ASSERT_EQ(0, make_cold(&self->fs, "f", 96 * MIB));
-	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
-	avail = meminfo("MemAvailable");
-	ASSERT_LT(256 * MIB, avail);
-	hog = avail / 2;
-	ASSERT_EQ(0, pipe(p));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		void *m = mmap(NULL, hog, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE |
-			       MAP_LOCKED, -1, 0);
-
-		if (m == MAP_FAILED || write(p[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	ASSERT_EQ(1, read(p[0], &c, 1));
-	close(p[0]);
-	avail = meminfo("MemAvailable");
-
+	ahfs_fmt(cgroot, sizeof(cgroot), "%s/cgroup", self->fs.base);
+	ahfs_fmt(cg, sizeof(cg), "%s/reader", cgroot);
+	ASSERT_EQ(0, mkdir(cgroot, 0755));
+	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s' && echo %ld >'%s/memory.max'",
+			      cgroot, cgroot, cg, PRESSURE_CG, cg));
+	ASSERT_EQ(0, make_cold(&self->fs, "f", PRESSURE_FILE));
 	ASSERT_EQ(0, ahfs_set(&self->fs, "window_kb", "4194304"));
-	fd = open(ahfs_m(&self->fs, path, "f"), O_RDONLY);
-	ASSERT_LE(0, fd);
+	ahfs_m(&self->fs, m, "f");
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
 	snap(&self->fs, &a);
-	ASSERT_EQ((ssize_t)req, pread(fd, self->buf, req, 0));
+	ret = read_checked(cg, m, self->buf);
 	snap(&self->fs, &b);
-	ASSERT_EQ(11, read_seq(fd, self->buf, req, 0, req));
-	close(fd);
-	snap(&self->fs, &d);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	peak = d.peak;
-	TH_LOG("available %lld MiB with %lld MiB locked: window peak %lld MiB, absent after first %lld, wasted %lld",
-	       avail >> 20, hog >> 20, peak >> 20, DELTA(b, d, absent_reqs),
-	       DELTA(a, d, wasted));
-	/* 11 doublings from 8 MiB would pass 4 GiB; memory stops it. */
-	EXPECT_LT(16 * MIB, peak);
-	EXPECT_GE(avail / 2 + 16 * MIB, peak);
-	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
-	EXPECT_EQ(0, DELTA(b, d, absent_reqs));
-	EXPECT_EQ(0, DELTA(a, d, wasted));
+	EXPECT_EQ(0, ret) {
+		TH_LOG("the reader in the cgroup: %s %d", ret > 128 ?
+		       "killed by signal" : "failed with", ret > 128 ?
+		       ret - 128 : ret);
+	}
+	EXPECT_EQ(0, oom_kills(cg));
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
+	ASSERT_EQ(0, read_checked(NULL, m, self->buf));
+	snap(&self->fs, &c);
+	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
+	TH_LOG("window peak %lld MiB in a %ld MiB cgroup (%lld chunks, %lld MiB wasted, %lld absent requests), %lld MiB outside it",
+	       b.peak >> 20, PRESSURE_CG >> 20, DELTA(a, b, chunks),
+	       DELTA(a, b, wasted) >> 20, DELTA(a, b, absent_reqs),
+	       c.peak >> 20);
+	EXPECT_LT(0, DELTA(a, b, chunks));
+	EXPECT_LT(0, b.peak);
+	EXPECT_GE(PRESSURE_CG / 2, b.peak);
+	/* window_peak only grows: the larger peak is the free reader's. */
+	EXPECT_LT(PRESSURE_CG / 2, c.peak);
 }
 
 /* Bytes of @path in the page cache (mincore of a mapping: nothing faulted). */
