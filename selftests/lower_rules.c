@@ -3893,9 +3893,11 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	 * Whether the lower's own attempt started readahead: it does where
 	 * RWF_NOWAIT is IOCB_NOWAIT alone (6.12), and starts no I/O where it
 	 * also means IOCB_NOIO (6.1).  Its pages are up to date, and so seen,
-	 * once the device has read them: a bounded wait.
+	 * once the device has read them: a bounded wait, as long as any
+	 * wait for a state (a loaded TCG guest, or the debug kernel, takes
+	 * seconds to complete the read).
 	 */
-	for (i = 0; i <= WATCH_MS / 10; i++) {
+	for (i = 0; i <= WAIT_MS / 10; i++) {
 		lower_io = resident(lfd, COLD_SIZE) > 0;
 		if (lower_io)
 			break;
@@ -3925,7 +3927,7 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 	 * submitted: release the device and give it a bounded while.
 	 */
 	ASSERT_EQ(0, lr_resume(&self->x));
-	for (i = 0; i <= WATCH_MS / 10; i++) {
+	for (i = 0; i <= (lower_io ? WAIT_MS : WATCH_MS) / 10; i++) {
 		now = ahfs_stat(&self->x.fs, "prefetch_chunks");
 		events = prefetch_events(self->x.nowait_pid, &by_reader, NULL);
 		if (now != chunks && events > 0)
@@ -3950,12 +3952,17 @@ TEST_F_TIMEOUT(nowait, cold_file, 120)
 			TH_LOG("nothing of the window the RWF_NOWAIT read planned was issued");
 		}
 		EXPECT_LT(0, events);
-	} else {
-		/* IOCB_NOIO: no I/O at all, the worker's neither. */
-		EXPECT_EQ(chunks, now) {
-			TH_LOG("prefetch issued for a read that must start no I/O");
-		}
-		EXPECT_EQ(0, events);
+	} else if (now != chunks || events) {
+		/*
+		 * The lower's own attempt left no page: on 6.1 it starts no
+		 * I/O (IOCB_NOIO); on 6.12 it starts readahead, which the
+		 * suspended device may fail.  Which of the two it was cannot
+		 * be told from here, so only the reader is held to it: what
+		 * was issued, the worker issued (checked above), and all of
+		 * it is traced.  nowait.uring_inline_attempt proves the
+		 * worker issues the window on both kernels.
+		 */
+		EXPECT_EQ(now - chunks, events);
 	}
 
 	/*
