@@ -79,6 +79,7 @@ struct at_read_args {
 	__u64 mode;		/* prefetch mode: 0 ahead, 1 legacy, 2 kernel, 3 off */
 	__u64 dentry;		/* struct dentry *: the file's */
 	__u64 name;		/* its d_name.name */
+	__u64 wait_ns;		/* time it waited for the device */
 };
 
 struct at_prefetch_args {

@@ -49,6 +49,7 @@ enum aheadfs_stat {
 	AHEADFS_STAT_uncached_tails,
 	AHEADFS_STAT_read_inflight_bytes,
 	AHEADFS_STAT_wait_reqs,
+	AHEADFS_STAT_read_wait_ns,
 	AHEADFS_STAT_write_reqs,
 	AHEADFS_STAT_write_bytes,
 	AHEADFS_STAT_prefetch_chunks,
@@ -489,6 +490,7 @@ struct aheadfs_presence {
 
 void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr);
+u64 aheadfs_wait_reads(struct address_space *mapping, loff_t pos, u64 len);
 void aheadfs_prefetch_open(struct file *file);
 void aheadfs_prefetch_release(struct file *file);
 /* A request the window planned, for aheadfs_prefetch_done(). */
@@ -497,6 +499,7 @@ struct aheadfs_pf_ticket {
 	u64 t_own;	/* when the reader submitted its own absent bytes */
 	u32 gen;
 	int stream;
+	bool grown;	/* the window grew for the wait it found */
 };
 
 bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,

@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/pagevec.h>
 #include <linux/backing-dev.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -212,6 +213,48 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 		rcu_read_unlock();
 		cond_resched();
 	}
+}
+
+/*
+ * Wait until the folios of [pos, pos + len) that are under I/O (locked and
+ * not up to date: a read the window, the lower or another reader submitted)
+ * are read in, before the lower's read copies them: the time a reader waits
+ * for the device, measured where it is spent.  Returns that time in ns, 0 if
+ * no folio was under I/O.  A folio whose read failed is left to the lower's
+ * read, which retries it and returns the error.  Stops at a fatal signal,
+ * which the lower's read then sees too.
+ */
+u64 aheadfs_wait_reads(struct address_space *mapping, loff_t pos, u64 len)
+{
+	struct folio_batch fbatch;
+	pgoff_t index, last;
+	bool killed = false;
+	u64 t0 = 0;
+	unsigned int i;
+
+	if (!len || pos < 0)
+		return 0;
+	index = pos >> PAGE_SHIFT;
+	last = (aheadfs_sat_add(pos, len) - 1) >> PAGE_SHIFT;
+	folio_batch_init(&fbatch);
+	while (!killed && filemap_get_folios(mapping, &index, last, &fbatch)) {
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			struct folio *folio = fbatch.folios[i];
+
+			if (folio_test_uptodate(folio) ||
+			    !folio_test_locked(folio))
+				continue;
+			if (!t0)
+				t0 = ktime_get_ns();
+			if (folio_wait_locked_killable(folio)) {
+				killed = true;
+				break;
+			}
+		}
+		folio_batch_release(&fbatch);
+		cond_resched();
+	}
+	return t0 ? ktime_get_ns() - t0 : 0;
 }
 
 /* Lowers without a readahead path (tmpfs, DAX) have nothing to prefetch. */
@@ -451,8 +494,35 @@ void aheadfs_prefetch_done(struct file *file,
 	t1 = ktime_get_ns();
 	spin_lock(&pf->lock);
 	aheadfs_stream_waited(&pf->w, tk->stream, tk->gen, tk->t0, t1,
-			      tk->t_own, pr->absent != 0);
+			      tk->t_own, pr->absent != 0, tk->grown);
 	spin_unlock(&pf->lock);
+}
+
+/*
+ * The request of @plan found its bytes still being read in: grow the stream's
+ * window (aheadfs_stream_stall()) and have the worker submit what that adds.
+ */
+static void stall(struct file *file, struct aheadfs_pf_state *pf,
+		  const struct aheadfs_pf_plan *plan, struct aheadfs_pf_req *rq,
+		  struct aheadfs_pf_ticket *tk)
+{
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	struct aheadfs_pf_plan more;
+	bool grown;
+
+	rq->mem_room = mem_room(sbi);
+	spin_lock(&pf->lock);
+	grown = aheadfs_stream_stall(&pf->w, plan->stream, plan->gen, rq,
+				     &more);
+	spin_unlock(&pf->lock);
+	if (!grown)
+		return;
+	if (tk)
+		tk->grown = true;
+	window_gauge(sbi, more.win_delta);
+	window_sized(file, pf, &more, rq->pos);
+	if (more.issue_end > more.issue_start)
+		queue_work(aheadfs_pf_wq, &pf->work);
 }
 
 int aheadfs_prefetch_init(void)
@@ -567,6 +637,12 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 		if (meter)
 			*meter = own;
 	}
+	/*
+	 * It will wait for bytes already sent: the window is short, and grows
+	 * now, so that what it adds is read in during this wait.
+	 */
+	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0)
+		stall(file, pf, &plan, &rq, tk);
 	if (!rq.legacy && !nowait) {
 		/* From the first page nobody asked for to the end. */
 		if (own.absent) {

@@ -43,7 +43,7 @@ static void meter(struct file *lower, loff_t pos, u64 len,
 }
 
 static void account(struct aheadfs_sb_info *sbi, ssize_t ret, u64 txns,
-		    const struct aheadfs_presence *pr)
+		    const struct aheadfs_presence *pr, u64 wait_ns)
 {
 	aheadfs_stat_inc(sbi, AHEADFS_STAT_read_reqs);
 	if (ret > 0)
@@ -60,29 +60,51 @@ static void account(struct aheadfs_sb_info *sbi, ssize_t ret, u64 txns,
 	/* Waited for the device: part of it was not up to date. */
 	if (pr->absent || pr->inflight)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_wait_reqs);
+	aheadfs_stat_add(sbi, AHEADFS_STAT_read_wait_ns, wait_ns);
 }
 
 /*
  * A synchronous read, one transaction at a time: each transaction is one
- * read of the lower file, metered just before it is issued.  Stops at the
- * first short or failed transaction (end of file, a signal, an error) and
- * returns what was read, or the error if nothing was.
+ * read of the lower file, metered just before it is issued (@meter_txns;
+ * else the window metered the whole request into @pr).  Stops at the first
+ * short or failed transaction (end of file, a signal, an error) and returns
+ * what was read, or the error if nothing was.
+ *
+ * A transaction that was not all up to date waits for the device, and
+ * *@wait_ns adds how long: its folios under I/O are waited for before the
+ * lower's read copies them (aheadfs_wait_reads()); where pages were absent
+ * and the lower reads them in itself (the kernel and off modes, legacy's
+ * tail), the whole lower read, copy included.
  */
 static ssize_t read_sync(struct kiocb *iocb, struct file *lower,
-			 struct iov_iter *to, size_t txn, bool metered,
-			 u64 *txns, struct aheadfs_presence *pr)
+			 struct iov_iter *to, size_t txn, bool meter_txns,
+			 u64 *txns, struct aheadfs_presence *pr, u64 *wait_ns)
 {
 	ssize_t ret = 0, done = 0;
 
 	while (iov_iter_count(to)) {
 		size_t len = min(iov_iter_count(to), txn);
 		size_t rest = iov_iter_count(to) - len;
+		u64 absent = pr->absent, inflight = pr->inflight, t = 0;
+		bool waits = pr->absent || pr->inflight;
 
 		iov_iter_truncate(to, len);
-		if (metered)
+		if (meter_txns) {
 			meter(lower, iocb->ki_pos, len, pr);
+			waits = pr->absent != absent || pr->inflight != inflight;
+		}
+		if (waits) {
+			t = ktime_get_ns();
+			aheadfs_wait_reads(lower->f_mapping, iocb->ki_pos, len);
+			if (!meter_txns || pr->absent == absent) {
+				*wait_ns += ktime_get_ns() - t;
+				t = 0;
+			}
+		}
 		(*txns)++;
 		ret = aheadfs_lower_rw(iocb, lower, to, READ);
+		if (t)
+			*wait_ns += ktime_get_ns() - t;
 		iov_iter_reexpand(to, iov_iter_count(to) + rest);
 		if (ret <= 0)
 			break;
@@ -110,7 +132,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 	/* Direct I/O bypasses the page cache: no prefetch, nothing to meter. */
 	bool cached = !(iocb->ki_flags & IOCB_DIRECT);
 	bool metered = false;
-	u64 txns = 0, t1;
+	u64 txns = 0, wait_ns = 0, t1;
 	ssize_t ret;
 
 	/*
@@ -125,7 +147,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 
 	if (is_sync_kiocb(iocb)) {
 		ret = read_sync(iocb, lower, to, aheadfs_txn_size(sbi),
-				cached && !metered, &txns, &pr);
+				cached && !metered, &txns, &pr, &wait_ns);
 		/* What it waited for, and how long, sizes the window. */
 		if (ret > 0)
 			aheadfs_prefetch_done(file, &tk, &pr);
@@ -164,7 +186,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 		if (ret > 0)
 			aheadfs_stat_add(sbi, AHEADFS_STAT_read_bytes, ret);
 	} else {
-		account(sbi, ret, txns, &pr);
+		account(sbi, ret, txns, &pr, wait_ns);
 	}
 	t1 = t0 || tr ? ktime_get_ns() : 0;
 	if (tr)
@@ -172,7 +194,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 				   pr.absent, t1 - tr, ret, sb->s_dev,
 				   READ_ONCE(sbi->prefetch_mode),
 				   file->f_path.dentry,
-				   file->f_path.dentry->d_name.name);
+				   file->f_path.dentry->d_name.name, wait_ns);
 	aheadfs_op_end_at(sb, AHEADFS_OP_read, inode, file->f_path.dentry, t0,
 			  t1, ret);
 	return ret;

@@ -93,6 +93,7 @@ static const char *const stat_names[AHEADFS_NR_STATS] = {
 	[AHEADFS_STAT_uncached_tails] = "uncached_tails",
 	[AHEADFS_STAT_read_inflight_bytes] = "read_inflight_bytes",
 	[AHEADFS_STAT_wait_reqs] = "wait_reqs",
+	[AHEADFS_STAT_read_wait_ns] = "read_wait_ns",
 	[AHEADFS_STAT_write_reqs] = "write_reqs",
 	[AHEADFS_STAT_write_bytes] = "write_bytes",
 	[AHEADFS_STAT_prefetch_chunks] = "prefetch_chunks",

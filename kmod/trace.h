@@ -3,11 +3,12 @@
  * aheadfs tracepoints: the stable interface that bpf/ reads.  TP_PROTO takes
  * scalars, then the file's dentry and its name (for aheadfs_meta, which
  * "aheadtrace hist" counts every operation from, only the inode and the
- * dentry: the least it passes, the less a histogram costs) last:
- * the ftrace records hold the scalars only, and a raw tracepoint program
+ * dentry: the least it passes, the less a histogram costs), then any
+ * scalar added later: the ftrace records hold the scalars only, and a raw tracepoint program
  * reads the pointers as u64 arguments and the structures behind them with
  * CO-RE against vmlinux BTF, so no program needs module BTF.  Each
- * record's layout (all fields naturally aligned, 64-bit first) and the
+ * record's layout (all fields naturally aligned, 64-bit first but for
+ * those added later, at the end) and the
  * raw arguments are mirrored in bpf/aheadtrace.h.  Change an argument only
  * together with that header and Documentation/tracing.rst; add one only at
  * the end, where a program built for fewer still attaches.
@@ -29,9 +30,10 @@
 TRACE_EVENT(aheadfs_read,
 	TP_PROTO(u64 ino, s64 pos, u64 len, u64 present, u64 absent,
 		 u64 latency_ns, s64 ret, u32 dev, u32 mode,
-		 const struct dentry *dentry, const unsigned char *name),
+		 const struct dentry *dentry, const unsigned char *name,
+		 u64 wait_ns),
 	TP_ARGS(ino, pos, len, present, absent, latency_ns, ret, dev, mode,
-		dentry, name),
+		dentry, name, wait_ns),
 	TP_STRUCT__entry(
 		__field(u64, ino)
 		__field(s64, pos)
@@ -42,6 +44,7 @@ TRACE_EVENT(aheadfs_read,
 		__field(s64, ret)
 		__field(u32, dev)
 		__field(u32, mode)
+		__field(u64, wait_ns)
 	),
 	TP_fast_assign(
 		__entry->ino = ino;
@@ -53,12 +56,13 @@ TRACE_EVENT(aheadfs_read,
 		__entry->ret = ret;
 		__entry->dev = dev;
 		__entry->mode = mode;
+		__entry->wait_ns = wait_ns;
 	),
-	TP_printk("dev=%u:%u ino=%llu pos=%lld len=%llu present=%llu absent=%llu latency_ns=%llu ret=%lld mode=%u",
+	TP_printk("dev=%u:%u ino=%llu pos=%lld len=%llu present=%llu absent=%llu latency_ns=%llu ret=%lld mode=%u wait_ns=%llu",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __entry->ino,
 		  __entry->pos, __entry->len, __entry->present,
 		  __entry->absent, __entry->latency_ns, __entry->ret,
-		  __entry->mode)
+		  __entry->mode, __entry->wait_ns)
 );
 
 TRACE_EVENT(aheadfs_prefetch,

@@ -197,10 +197,12 @@ static inline void aheadfs_stream_clock(struct aheadfs_stream *s, u64 now)
 }
 
 /*
- * Size the window of a stream that moved forward: double it while it is
- * below the measured product, or when the reader waited for bytes the
- * window had sent; halve it while it holds far more than the product.
- * Unmeasured (no clock, or no latency yet), it doubles up to the cap.
+ * Size the window of a stream that moved forward: below the measured
+ * product, grow it to the product at once (doubling at least), so that a
+ * reader far faster than the device waits for it once, not once per
+ * doubling; double it when the reader waited for bytes the window had sent;
+ * halve it while it holds far more than the product.  Unmeasured (no clock,
+ * or no latency yet), it doubles up to the cap.
  */
 static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
 {
@@ -208,8 +210,10 @@ static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
 
 	if (!s->win)
 		s->win = req;
-	else if (!bdp || s->win < bdp || s->stalled)
+	else if (!bdp || s->stalled)
 		s->win = aheadfs_sat_add(s->win, s->win);
+	else if (s->win < bdp)
+		s->win = aheadfs_max64(aheadfs_sat_add(s->win, s->win), bdp);
 	else if (s->win / AHEADFS_PF_BDP_SLACK > bdp)
 		s->win /= 2;
 	s->stalled = false;
@@ -316,6 +320,58 @@ static inline void aheadfs_legacy_plan(const struct aheadfs_pf_req *rq,
 }
 
 /*
+ * What stream @s, whose request ends at @end, holds ahead of its reader:
+ * its window, less what memory and the file allow; and the top-up that
+ * brings what is planned to that.
+ */
+static inline void aheadfs_stream_fill(struct aheadfs_stream *s,
+				       const struct aheadfs_pf_req *rq,
+				       u64 end, struct aheadfs_pf_plan *p)
+{
+	u64 want, limit, ahead, low, hs, he;
+
+	want = 0;
+	if (s->confirmed) {
+		/* Memory first: the room left, plus what this stream holds. */
+		limit = aheadfs_sat_add(rq->mem_room, s->gauge);
+		want = aheadfs_min64(s->win, limit);
+		/*
+		 * And no more than the file has beyond this request: a stream
+		 * at EOF holds nothing, so the streams a reader leaves behind
+		 * at the end of each pass over a file do not keep their
+		 * windows' worth of the mount's room until they are replaced
+		 * (16 passes over a 16 MiB file held 900 MiB, all the room,
+		 * and the next pass prefetched 2 KiB at a time).
+		 */
+		want = aheadfs_min64(want, rq->isize > end ? rq->isize - end : 0);
+	}
+	p->win_delta += (s64)want - (s64)s->gauge;
+	s->gauge = want;
+	p->win = want;
+	if (!want)
+		return;
+	p->sync_to = aheadfs_max64(p->sync_end,
+				   aheadfs_sat_add(end, want /
+						   AHEADFS_PF_READER_SHARE));
+
+	/*
+	 * Top up when less than max(request, half the window) is left ahead
+	 * of this request's end, so that small requests issue big chunks.
+	 */
+	ahead = s->ra_end > end ? s->ra_end - end : 0;
+	low = aheadfs_min64(want, aheadfs_max64(rq->count, want / 2));
+	if (ahead >= low)
+		return;
+	hs = aheadfs_max64(s->ra_end, end);
+	he = aheadfs_min64(aheadfs_sat_add(end, want), rq->isize);
+	if (he > hs) {
+		p->issue_start = hs;
+		p->issue_end = he;
+		s->ra_end = he;
+	}
+}
+
+/*
  * Plan one request: find or make its stream, meter what it reads of the
  * stream's earlier prefetch, grow the window and say what to prefetch so
  * that the window covers at least one more request of this size beyond the
@@ -326,7 +382,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 				       struct aheadfs_pf_plan *p)
 {
 	u64 pos = aheadfs_min64(rq->pos, AHEADFS_LOFF_MAX);
-	u64 req = rq->count, end, cap, want, limit, ahead, low, hs, he, old;
+	u64 req = rq->count, end, cap, hs, he, old;
 	struct aheadfs_stream *s;
 	bool found, fwd;
 	int i;
@@ -420,45 +476,43 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->sync_to = p->sync_end;
 	p->target = aheadfs_stream_bdp(s);
 
-	want = 0;
-	if (s->confirmed) {
-		/* Memory first: the room left, plus what this stream holds. */
-		limit = aheadfs_sat_add(rq->mem_room, s->gauge);
-		want = aheadfs_min64(s->win, limit);
-		/*
-		 * And no more than the file has beyond this request: a stream
-		 * at EOF holds nothing, so the streams a reader leaves behind
-		 * at the end of each pass over a file do not keep their
-		 * windows' worth of the mount's room until they are replaced
-		 * (16 passes over a 16 MiB file held 900 MiB, all the room,
-		 * and the next pass prefetched 2 KiB at a time).
-		 */
-		want = aheadfs_min64(want, rq->isize > end ? rq->isize - end : 0);
-	}
-	p->win_delta += (s64)want - (s64)(found ? s->gauge : 0);
-	s->gauge = want;
-	p->win = want;
-	if (!want)
-		return;
-	p->sync_to = aheadfs_max64(p->sync_end,
-				   aheadfs_sat_add(end, want /
-						   AHEADFS_PF_READER_SHARE));
+	aheadfs_stream_fill(s, rq, end, p);
+}
 
-	/*
-	 * Top up when less than max(request, half the window) is left ahead
-	 * of this request's end, so that small requests issue big chunks.
-	 */
-	ahead = s->ra_end > end ? s->ra_end - end : 0;
-	low = aheadfs_min64(want, aheadfs_max64(req, want / 2));
-	if (ahead >= low)
-		return;
-	hs = aheadfs_max64(s->ra_end, end);
-	he = aheadfs_min64(aheadfs_sat_add(end, want), rq->isize);
-	if (he > hs) {
-		p->issue_start = hs;
-		p->issue_end = he;
-		s->ra_end = he;
-	}
+/*
+ * The request @rq of stream @i (generation @gen), planned by
+ * aheadfs_window_plan(), found bytes the window had sent still being read
+ * in: it is about to wait for them, so the window is short.  It doubles now
+ * rather than at the next request, and @p says what to add to it, so that
+ * the chunks it adds are read in while this request waits.  Returns whether
+ * it grew (the wait is then accounted for: aheadfs_stream_waited()'s
+ * @grown).
+ */
+static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
+					u32 gen,
+					const struct aheadfs_pf_req *rq,
+					struct aheadfs_pf_plan *p)
+{
+	u64 end = aheadfs_sat_add(rq->pos, rq->count), old;
+	struct aheadfs_stream *s;
+
+	*p = (struct aheadfs_pf_plan){ .stream = -1 };
+	if (i < 0 || i >= AHEADFS_PF_STREAMS || rq->legacy)
+		return false;
+	s = &w->s[i];
+	if (!s->live || s->gen != gen || !s->confirmed || s->next != end)
+		return false;
+	old = s->win;
+	s->win = aheadfs_min64(aheadfs_sat_add(s->win, s->win),
+			       aheadfs_max64(rq->win_cap, rq->count));
+	p->stream = i;
+	p->gen = gen;
+	p->resized = s->win != old;
+	p->target = aheadfs_stream_bdp(s);
+	p->sync_end = end;
+	p->sync_to = end;
+	aheadfs_stream_fill(s, rq, end, p);
+	return p->resized;
 }
 
 static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,
@@ -557,12 +611,13 @@ static inline void aheadfs_window_submitted(struct aheadfs_window *w,
  * The request of stream @i (generation @gen) that began at @t0 and ended at
  * @t1 had waited for the device: for @own bytes that the reader itself
  * submitted at @t_own (they were absent), or else for bytes the window had
- * submitted (a stall: the window is short).  A read of its own absent
+ * submitted (a stall: the window is short, unless it grew for this wait
+ * already, @grown: aheadfs_stream_stall()).  A read of its own absent
  * bytes times a chunk from submission to completion: the latency sample.
  */
 static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
 					 u32 gen, u64 t0, u64 t1, u64 t_own,
-					 bool own)
+					 bool own, bool grown)
 {
 	struct aheadfs_stream *s;
 
@@ -575,7 +630,7 @@ static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
 		s->t_wait = t1 - t0;
 	if (own && t_own && t1 > t_own)
 		s->lat = aheadfs_ewma(s->lat, t1 - t_own);
-	else if (!own)
+	else if (!own && !grown)
 		s->stalled = true;
 }
 

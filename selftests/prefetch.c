@@ -40,7 +40,7 @@ FIXTURE_TEARDOWN(prefetch)
 struct snap {
 	long long reqs, txns, absent_reqs, tails, absent_bytes, present_bytes;
 	long long chunks, pf_bytes, hit, wasted, peak;
-	long long waits, inflight, demand, demand_bytes;
+	long long waits, inflight, demand, demand_bytes, wait_ns;
 };
 
 static void snap(struct ahfs *fs, struct snap *s)
@@ -60,6 +60,7 @@ static void snap(struct ahfs *fs, struct snap *s)
 	s->inflight = ahfs_stat(fs, "read_inflight_bytes");
 	s->demand = ahfs_stat(fs, "prefetch_demand_chunks");
 	s->demand_bytes = ahfs_stat(fs, "prefetch_demand_bytes");
+	s->wait_ns = ahfs_stat(fs, "read_wait_ns");
 }
 
 #define DELTA(a, b, f)	((b).f - (a).f)
@@ -574,8 +575,8 @@ static long long trace_sum(const char *event, const char *field, long *n)
 TEST_F_TIMEOUT(prefetch, tracepoints_match_counters, 300)
 {
 	char path[PATH_MAX], filter[64];
-	long long absent, len;
-	long nread, nchunk;
+	long long absent, len, wait_ns;
+	long nread, nchunk, nwait;
 	struct snap a, b;
 	int fd;
 
@@ -601,15 +602,20 @@ TEST_F_TIMEOUT(prefetch, tracepoints_match_counters, 300)
 	trace_write("events/aheadfs/aheadfs_read/enable", "0");
 	trace_write("events/aheadfs/aheadfs_prefetch/enable", "0");
 	absent = trace_sum("aheadfs_read:", "absent", &nread);
+	wait_ns = trace_sum("aheadfs_read:", "wait_ns", &nwait);
 	len = trace_sum("aheadfs_prefetch:", "len", &nchunk);
 	trace_write("events/aheadfs/aheadfs_read/filter", "0\n");
 	trace_write("events/aheadfs/aheadfs_prefetch/filter", "0\n");
 	trace_clear();
-	TH_LOG("%ld read events (%lld absent bytes), %ld prefetch events (%lld bytes)",
-	       nread, absent, nchunk, len);
+	TH_LOG("%ld read events (%lld absent bytes, waited %lld ns), %ld prefetch events (%lld bytes)",
+	       nread, absent, wait_ns, nchunk, len);
 	EXPECT_EQ(DELTA(a, b, reqs), nread);
 	EXPECT_EQ(DELTA(a, b, absent_bytes), absent);
 	EXPECT_EQ(1 * MIB, absent);
+	/* The first request waited for its own bytes at least. */
+	EXPECT_EQ(nread, nwait);
+	EXPECT_EQ(DELTA(a, b, wait_ns), wait_ns);
+	EXPECT_LT(0, wait_ns);
 	EXPECT_EQ(DELTA(a, b, chunks), nchunk);
 	EXPECT_EQ(DELTA(a, b, pf_bytes), len);
 }
@@ -1010,12 +1016,18 @@ TEST_F_TIMEOUT(slow, legacy_requests_wait, 300)
 	ASSERT_EQ(8, read_seq(fd, self->buf, 0, 8 * MIB, 1 * MIB));
 	snap(&self->fs, &b);
 	close(fd);
-	TH_LOG("%lld requests: %lld waited, %lld inflight B, %lld present B, %lld absent B",
-	       DELTA(a, b, reqs), DELTA(a, b, waits), DELTA(a, b, inflight),
+	TH_LOG("%lld requests: %lld waited (%lld ms), %lld inflight B, %lld present B, %lld absent B",
+	       DELTA(a, b, reqs), DELTA(a, b, waits),
+	       DELTA(a, b, wait_ns) / 1000000, DELTA(a, b, inflight),
 	       DELTA(a, b, present_bytes), DELTA(a, b, absent_bytes));
 	EXPECT_EQ(8, DELTA(a, b, reqs));
 	EXPECT_EQ(0, DELTA(a, b, absent_reqs));
 	EXPECT_EQ(8, DELTA(a, b, waits));
+	/*
+	 * Each waited for its chunk, submitted just before: the device's
+	 * delay, less what the submission took (half of it, at most).
+	 */
+	EXPECT_LE(8LL * SLOW_MS / 2 * 1000000, DELTA(a, b, wait_ns));
 	EXPECT_EQ(8 * MIB, DELTA(a, b, inflight));
 	EXPECT_EQ(0, DELTA(a, b, present_bytes));
 }
@@ -1039,10 +1051,22 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	ASSERT_EQ(15, read_seq(fd, self->buf, 1 * MIB, 0, 1 * MIB));
 	snap(&self->fs, &c);
 	close(fd);
-	TH_LOG("after the first: %lld requests, %lld waited (%lld inflight B), %lld absent",
-	       DELTA(b, c, reqs), DELTA(b, c, waits), DELTA(b, c, inflight),
-	       DELTA(b, c, absent_reqs));
+	TH_LOG("first: waited %lld ms; after it: %lld requests, %lld waited (%lld ms, %lld inflight B), %lld absent",
+	       DELTA(a, b, wait_ns) / 1000000, DELTA(b, c, reqs),
+	       DELTA(b, c, waits), DELTA(b, c, wait_ns) / 1000000,
+	       DELTA(b, c, inflight), DELTA(b, c, absent_reqs));
 	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
+	EXPECT_EQ(1, DELTA(a, b, waits));
+	EXPECT_LE(SLOW_MS / 2 * 1000000LL, DELTA(a, b, wait_ns));
+	/*
+	 * The window's ramp costs at most two more waits: the request that
+	 * first times the reader (the window then goes to the product), and
+	 * one the window found short (it doubles while that one waits).
+	 */
+	EXPECT_GE(2, DELTA(b, c, waits));
+	/* A request that waited for nothing spent no time waiting. */
+	if (!DELTA(b, c, waits))
+		EXPECT_EQ(0, DELTA(b, c, wait_ns));
 	EXPECT_EQ(1, DELTA(a, b, demand));
 	EXPECT_EQ(0, DELTA(b, c, absent_reqs));
 	EXPECT_EQ(0, DELTA(b, c, demand));

@@ -853,7 +853,7 @@ static void test_bdp(void)
 	       (unsigned long long)p.target);
 	/* Its own bytes submitted at t + 0.1 ms, read 10 ms later. */
 	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10,
-			      t + ms / 10, true);
+			      t + ms / 10, true, false);
 	report(w.s[p.stream].lat == 10 * ms,
 	       "bdp: the first request times a chunk: %llu ns",
 	       (unsigned long long)w.s[p.stream].lat);
@@ -892,7 +892,8 @@ static void test_bdp(void)
 	       (unsigned long long)(win >> 10), (unsigned long long)(bdp >> 10));
 
 	/* A stall: the reader waited for the window's own bytes. */
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false,
+			      false);
 	pos += req;
 	t += 25 * ms;
 	p = bdp_req(&w, pos, req, t);
@@ -914,7 +915,8 @@ static void test_bdp(void)
 
 	/* A stale ticket (the slot's stream was replaced) changes nothing. */
 	win = w.s[p.stream].win;
-	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, t, true);
+	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, t, true,
+			      false);
 	aheadfs_stream_evicted(&w, p.stream, p.gen + 1, req);
 	report(w.s[p.stream].win == win && w.s[p.stream].lat == 10 * ms,
 	       "bdp: a report for a replaced stream is ignored");
@@ -923,7 +925,7 @@ static void test_bdp(void)
 	memset(&w, 0, sizeof(w));
 	p = bdp_req(&w, 0, 1ULL << 30, 1);
 	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms,
-			      1, true);
+			      1, true, false);
 	p = bdp_req(&w, 1ULL << 30, 1ULL << 30, 2);
 	/* (that interval waited: the rate is timed on the next) */
 	p = bdp_req(&w, 2ULL << 30, 1ULL << 30, 3);
@@ -933,6 +935,75 @@ static void test_bdp(void)
 	       (unsigned long long)p.target);
 	report(w.s[p.stream].win <= 1ULL << 30,
 	       "bdp: ... and the cap still holds");
+}
+
+/*
+ * A reader far faster than the device: once its rate is known the window
+ * goes to the product at once, not by one doubling per request; and a
+ * request that finds the window's bytes still being read in doubles it
+ * there and then (aheadfs_stream_stall()), the grown part planned for
+ * submission, and is not counted as a stall again after its wait.
+ */
+static void test_bdp_jump_and_stall(void)
+{
+	static struct aheadfs_window w;
+	const u64 ms = 1000000, req = 128 * KIB;
+	struct aheadfs_pf_req rq = {
+		.count = req, .isize = 1ULL << 50, .txn = TXN,
+		.win_cap = 64 * MIB, .mem_room = ROOM,
+	};
+	struct aheadfs_pf_plan p, more;
+	u64 t = 1 * ms, win, ra;
+	bool grew;
+
+	memset(&w, 0, sizeof(w));
+	p = bdp_req(&w, 0, req, t);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms, t, true,
+			      false);
+	t += 10 * ms;
+	p = bdp_req(&w, req, req, t);
+	/* 128 KiB in 0.25 ms: 500 MiB/s; x 10 ms x 2 = 10 MiB. */
+	t += ms / 4;
+	p = bdp_req(&w, 2 * req, req, t);
+	win = w.s[p.stream].win;
+	report(p.target > 9 * MIB && win >= p.target && win < 2 * p.target,
+	       "jump: the third request's window is the product (%llu KiB, product %llu KiB)",
+	       (unsigned long long)(win >> 10),
+	       (unsigned long long)(p.target >> 10));
+
+	/* The next request finds the window's bytes in flight. */
+	t += ms / 4;
+	p = bdp_req(&w, 3 * req, req, t);
+	win = w.s[p.stream].win;
+	ra = w.s[p.stream].ra_end;
+	rq.pos = 3 * req;
+	rq.now = t;
+	grew = aheadfs_stream_stall(&w, p.stream, p.gen, &rq, &more);
+	report(grew && w.s[p.stream].win == 2 * win &&
+	       more.win == 2 * win && more.issue_start == ra &&
+	       more.issue_end == 4 * req + 2 * win &&
+	       w.s[p.stream].ra_end == more.issue_end &&
+	       more.win_delta == (s64)win,
+	       "stall: the window doubles at once (%llu -> %llu KiB), the rest planned [%llu, %llu) KiB",
+	       (unsigned long long)(win >> 10),
+	       (unsigned long long)(w.s[p.stream].win >> 10),
+	       (unsigned long long)(more.issue_start >> 10),
+	       (unsigned long long)(more.issue_end >> 10));
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false,
+			      true);
+	report(!w.s[p.stream].stalled,
+	       "stall: a wait the window grew for is not a stall again");
+	win = w.s[p.stream].win;
+	rq.pos = 2 * req;
+	report(!aheadfs_stream_stall(&w, p.stream, p.gen + 1, &rq, &more) &&
+	       !aheadfs_stream_stall(&w, p.stream, p.gen, &rq, &more) &&
+	       w.s[p.stream].win == win,
+	       "stall: not for a replaced stream, nor for a request behind its front");
+	rq.pos = 3 * req;
+	rq.win_cap = win;
+	report(!aheadfs_stream_stall(&w, p.stream, p.gen, &rq, &more) &&
+	       w.s[p.stream].win == win,
+	       "stall: not past the cap");
 }
 
 int main(void)
@@ -956,6 +1027,7 @@ int main(void)
 	test_crossing_chunks();
 	test_nfsd_reorder();
 	test_bdp();
+	test_bdp_jump_and_stall();
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
