@@ -45,7 +45,7 @@
 # "device" (what the device was), "results", one object per run
 # {"kernel", "clock", "device", "latency_ms", "mode", "req_bytes", "mib_s",
 # "p50_ms", "p90_ms", "p99_ms", "wait_ms", "wait_over_0ms_ms", "cpu_ms", "runq_ms",
-# "hot_mib_s", "dev_reads", "reqs", "absent_reqs", "wait_reqs",
+# "hot_mib_s", "dev_reads", "reqs", "absent_reqs", "wait_reqs", "kernel_wait_ms",
 # "uncached_tails", "demand_chunks", "prefetch_chunks", "window_peak",
 # "rounds", "mib_s_min", "mib_s_max"} (stats null for mode lower),
 # "probe_ms" (one 4 KiB direct read of the device, per latency), and
@@ -211,7 +211,7 @@ blk=/dev/nullb0 bname=nullb0
 
 dev_reads() { awk '{ print $1 }' "/sys/block/$bname/stat"; }
 stats() {	# stats SYSFSDIR: the counters the rows carry, one line
-	awk '$1 ~ /^(read_reqs|absent_reqs|wait_reqs|uncached_tails|prefetch_demand_chunks|prefetch_chunks|window_peak)$/ { printf "%s=%s ", $1, $2 }' "$1/stats"
+	awk '$1 ~ /^(read_reqs|absent_reqs|wait_reqs|read_wait_ns|uncached_tails|prefetch_demand_chunks|prefetch_chunks|window_peak)$/ { printf "%s=%s ", $1, $2 }' "$1/stats"
 }
 # nullblk LAT: null_blk loaded afresh, memory-backed, completing each
 # command LAT ms after it was queued (its hrtimer), or at once for 0.
@@ -327,6 +327,7 @@ for key, rs in runs.items():
                  "dev_reads": int(reads),
                  "reqs": d("read_reqs"), "absent_reqs": d("absent_reqs"),
                  "wait_reqs": d("wait_reqs"),
+                 "kernel_wait_ms": None if mode == "lower" else round(d("read_wait_ns") / 1e6, 2),
                  "uncached_tails": d("uncached_tails"),
                  "demand_chunks": d("prefetch_demand_chunks"),
                  "prefetch_chunks": d("prefetch_chunks"),
@@ -409,15 +410,16 @@ for lat in lats:
             b = by.get((l2, m, s))
             row += " %6s" % ("%.2f" % (a["mib_s"] / b["mib_s"]) if a and b and b["mib_s"] else "-")
         print(row)
-    print("%9s %s" % ("req", "per mode: p50/p99 ms per request, p99/p50, wait ms in the loop (beyond 0 ms's); aheadfs: absent/waited/all requests"))
+    print("%9s %s" % ("req", "per mode: p50/p99 ms per request, p99/p50, wait ms in the loop (beyond 0 ms's); aheadfs: absent/waited/all requests, read_wait_ns in ms"))
     for s in sizes:
         print("%9d" % s)
         for m in modes:
             r = by.get((lat, m, s))
             if not r:
                 continue
-            c = "" if r["reqs"] is None else "  %d/%d/%d" % (
-                r["absent_reqs"], r["wait_reqs"], r["reqs"])
+            c = "" if r["reqs"] is None else "  %d/%d/%d, read_wait %.2f" % (
+                r["absent_reqs"], r["wait_reqs"], r["reqs"],
+                r["kernel_wait_ms"])
             w0 = "" if lat == 0 or r["wait_over_0ms_ms"] is None else "(%.2f)" % r["wait_over_0ms_ms"]
             print("%9s %-6s %8.2f/%-8.2f %6.2f  wait %8.2f %-10s%s" % (
                 "", m, r["p50_ms"], r["p99_ms"],
