@@ -2,7 +2,10 @@
 /*
  * /sys/fs/aheadfs/<major:minor>/: one read-write file per tunable, like
  * /sys/block/<dev>/queue/read_ahead_kb, and `stats`, one "name value" line
- * per counter, like /proc/vmstat.
+ * per counter, like /proc/vmstat.  Only root writes the tunables, and each
+ * refused value must leave its line, as a refused module parameter does:
+ * not rate-limited (a burst of them from one test, or one script, hid the
+ * next one's line).
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
@@ -52,9 +55,9 @@ static ssize_t aheadfs_attr_store(struct kobject *kobj, struct attribute *attr,
 	if (!err)
 		err = aheadfs_check_tunable(attr->name, val) ? -EINVAL : 0;
 	if (err) {
-		pr_warn_ratelimited(AHEADFS_NAME ": %s: invalid %s value '%.*s'\n",
-				    kobject_name(kobj), attr->name,
-				    (int)min_t(size_t, len, 32), buf);
+		pr_warn(AHEADFS_NAME ": %s: invalid %s value '%.*s'\n",
+			kobject_name(kobj), attr->name,
+			(int)min_t(size_t, len, 32), buf);
 		return err;
 	}
 	WRITE_ONCE(*tunable(sbi, a), val);
@@ -73,10 +76,9 @@ static ssize_t prefetch_store(struct aheadfs_sb_info *sbi, const char *name,
 	int mode = sysfs_match_string(aheadfs_prefetch_names, buf);
 
 	if (mode < 0) {
-		pr_warn_ratelimited(AHEADFS_NAME ": %s: invalid prefetch mode '%.*s' (ahead|legacy|kernel|off)\n",
-				    kobject_name(&sbi->kobj),
-				    (int)min_t(size_t, strcspn(buf, "\n"), 32),
-				    buf);
+		pr_warn(AHEADFS_NAME ": %s: invalid prefetch mode '%.*s' (ahead|legacy|kernel|off)\n",
+			kobject_name(&sbi->kobj),
+			(int)min_t(size_t, strcspn(buf, "\n"), 32), buf);
 		return -EINVAL;
 	}
 	WRITE_ONCE(sbi->prefetch_mode, mode);
