@@ -114,6 +114,7 @@ TEST_F(err, good_options_shown_in_proc_mounts)
 TEST_F(err, bad_sysfs_writes)
 {
 	char buf[64];
+	int i;
 
 	ASSERT_EQ(0, ahfs_mount_at(self->fs.lower, self->fs.mnt, ""));
 	self->fs.mounted = 1;
@@ -126,6 +127,13 @@ TEST_F(err, bad_sysfs_writes)
 	EXPECT_EQ(-EINVAL, ahfs_set(&self->fs, "prefetch", "maybe"));
 	EXPECT_TRUE(ahfs_kmsg_grep(self->kmsg, "invalid prefetch mode"));
 	EXPECT_EQ(-EACCES, ahfs_set(&self->fs, "stats", "0"));
+	/* Each refused write has its line, however many come in a row. */
+	for (i = 0; i < 16; i++) {
+		snprintf(buf, sizeof(buf), "bad%d", i);
+		EXPECT_EQ(-EINVAL, ahfs_set(&self->fs, "window_kb", buf));
+	}
+	EXPECT_TRUE(ahfs_kmsg_grep(self->kmsg,
+				   "invalid window_kb value 'bad15'"));
 	/* Nothing changed by the failed writes. */
 	ASSERT_LT(0, ahfs_get(&self->fs, "txn_kb", buf, sizeof(buf)));
 	EXPECT_STREQ("8192", buf);
