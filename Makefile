@@ -181,6 +181,7 @@ check-debug:
 	@set -e; out=$$(scripts/debug-kernel $(DEBUG_KERNEL)); set -- $$out; \
 	AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G \
 	AHEADFS_GUEST_TIMEOUT=$${AHEADFS_GUEST_TIMEOUT:-14400} \
+	AHEADFS_CHECK_DEADLINE=$${AHEADFS_CHECK_DEADLINE:-15600} \
 	KERNELS= KERNEL=$$1 KDIR=$$2 \
 	GUEST_ARGS="--debug-kernel --test-timeout 3600 $(GUEST_ARGS)" scripts/check
 
