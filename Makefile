@@ -5,6 +5,7 @@
 #   make modules          one module per kernel of KERNELS (default 6.1 6.12)
 #   make check            set-up, build, host tests, selftests in a guest per kernel
 #   make check KERNEL=IMAGE KDIR=DIR   the same for that one kernel (any kernel)
+#   make check-full       the exhaustive tier: check plus what it leaves out
 #   make check-debug      the test guests under a kernel built with its checkers
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
 #   make demo             mount aheadfs in a guest and show its stats
@@ -156,6 +157,17 @@ CHECK_KDIR := $(if $(or $(KERNEL),$(filter command line,$(origin KDIR))),$(if \
 check:
 	@KERNELS="$(KERNELS)" KERNEL="$(KERNEL)" KDIR="$(CHECK_KDIR)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
 
+# The exhaustive tier: scripts/check with AHEADFS_CHECK_FULL=1, everything
+# make check leaves out: DKMS compiling in the package guests for every
+# installed kernel, every test whole on every lower (the xfs duplicates),
+# stress-ng and rcu_stress longer, FSX_SOAK (default 40) fresh fsx seeds
+# per lower and kernel (scripts/soak), and make fuzz when there is such a
+# target; one summary line, as make check.
+.PHONY: check-full
+check-full:
+	@AHEADFS_CHECK_FULL=1 FSX_SOAK="$(or $(FSX_SOAK),40)" KERNELS="$(KERNELS)" KERNEL="$(KERNEL)" \
+		KDIR="$(CHECK_KDIR)" GUEST_ARGS="$(GUEST_ARGS)" scripts/check
+
 # The kernel's own checkers: Debian's kernel source (DEBUG_KERNEL, 6.12 by
 # default) built once with lockdep, KASAN, UBSAN, kmemleak, DEBUG_OBJECTS,
 # DEBUG_LIST and the hung-task detector (scripts/debug-kernel, config in
@@ -169,6 +181,7 @@ check-debug:
 	@set -e; out=$$(scripts/debug-kernel $(DEBUG_KERNEL)); set -- $$out; \
 	AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G \
 	AHEADFS_GUEST_TIMEOUT=$${AHEADFS_GUEST_TIMEOUT:-14400} \
+	AHEADFS_CHECK_DEADLINE=$${AHEADFS_CHECK_DEADLINE:-15600} \
 	KERNELS= KERNEL=$$1 KDIR=$$2 \
 	GUEST_ARGS="--debug-kernel --test-timeout 3600 $(GUEST_ARGS)" scripts/check
 

@@ -378,6 +378,59 @@ static inline void ahfs_scale_timeouts(void)
 			t->timeout *= scale;
 }
 
+/*
+ * AHEADFS_LEAVE_OUT=NAME[,NAME...]: the fixtures NAME, or the tests
+ * FIXTURE.TEST, not to run (one line names them): scripts/guest-run sets it
+ * from a "guest-run: xfs-leaves-out=..." line of the test's source, for the
+ * parts that do not depend on that lower's type (make check-full runs them
+ * all).  Applied in main(), after every test has registered; the plan
+ * counts what runs.
+ */
+static inline int ahfs_left_out(const char *list, const char *f, const char *t)
+{
+	size_t fl = strlen(f), tl = strlen(t);
+	const char *p = list;
+
+	while (*p) {
+		size_t l = strcspn(p, ",");
+
+		if ((l == fl && !strncmp(p, f, fl)) ||
+		    (l == fl + 1 + tl && !strncmp(p, f, fl) && p[fl] == '.' &&
+		     !strncmp(p + fl + 1, t, tl)))
+			return 1;
+		p += l;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+static inline void ahfs_leave_out(void)
+{
+	const char *v = getenv("AHEADFS_LEAVE_OUT");
+	struct __fixture_metadata *f;
+	struct __test_metadata **tp, *t;
+	int n = 0;
+
+	if (!v || !*v)
+		return;
+	/*
+	 * Unlinked from each fixture's list (the run follows next only); a
+	 * fixture left with no test runs nothing.
+	 */
+	for (f = __fixture_list; f; f = f->next)
+		for (tp = &f->tests; (t = *tp); ) {
+			if (ahfs_left_out(v, f->name, t->name)) {
+				*tp = t->next;
+				n++;
+			} else {
+				tp = &t->next;
+			}
+		}
+	printf("# AHEADFS_LEAVE_OUT=%s: %d tests left out on this lower\n", v, n);
+	fflush(stdout);
+}
+
 #undef TEST_HARNESS_MAIN
 #ifdef _CONSTRUCTOR_ORDER_BACKWARD
 /* Harnesses before 6.11 also order the tests' constructors here. */
@@ -396,6 +449,7 @@ static inline void ahfs_scale_timeouts(void)
 	int main(int argc, char **argv) \
 	{ \
 		ahfs_scale_timeouts(); \
+		ahfs_leave_out(); \
 		return test_harness_run(argc, argv); \
 	}
 

@@ -3,6 +3,9 @@
  * aheadfs credentials: the lower is accessed as the caller, so an
  * unprivileged user can do through the mount exactly what it can do on the
  * lower directly, and what it creates is owned by it.
+ *
+ * guest-run: fstypes=ext4 (its subject is aheadfs's use of the caller's
+ * credentials, checked by the VFS the same over any lower)
  */
 #include "aheadfs_test.h"
 

@@ -2,6 +2,9 @@
 /*
  * aheadfs misuse and bad input: each gets a clear errno and one dmesg line
  * naming the problem, never an oops, and nothing is lost.
+ *
+ * guest-run: fstypes=ext4 (its subject is aheadfs's own checks of its
+ * arguments and options, made before the lower is asked anything)
  */
 #include "aheadfs_test.h"
 

@@ -8,6 +8,11 @@
  *
  * The time limits are generous: a TCG guest on a shared host can be ten
  * times slower than usual; they bound a hang, they measure nothing.
+ *
+ * guest-run: xfs-leaves-out=slow (the slow fixture makes its own ext4 on
+ * dm-delay whatever the lower under test: on xfs it was a second ext4 run;
+ * the prefetch fixture, which reads through the lower's page cache, runs
+ * on both)
  */
 #include "aheadfs_test.h"
 

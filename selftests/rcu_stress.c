@@ -22,6 +22,9 @@
  * parent), fN are regular files (renamed and exchanged across
  * directories), xN are either, an empty-ish leaf flipped between a file
  * and a directory (renamed only within its parent, to another xN).
+ *
+ * guest-run: fstypes=ext4 (its subject is aheadfs's dentry paths and RCU
+ * walk, the VFS's and aheadfs's own caches over any lower)
  */
 #include "aheadfs_test.h"
 

@@ -181,14 +181,29 @@ unset AHEADFS_HOST_MODULES
 s=$tmp/stub
 mkdir -p "$s/scripts" "$s/selftests/aheadctl" "$s/userland" "$s/debian" "$s/build"
 cp "$top/scripts/check" "$top/scripts/ktap-summary" "$top/scripts/kernel-release" "$s/scripts/"
+mkdir -p "$s/selftests" && cp "$top/selftests/skips.allow" "$s/selftests/"
 printf '#!/bin/sh\nexit 0\n' >"$s/scripts/setup-deps"
 printf '#!/bin/sh\necho "kbuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/kbuild"
+printf '#!/bin/sh\necho "dkms-prebuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/dkms-prebuild"
+printf '#!/bin/sh\necho "soak $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/soak"
+# AHEADFS_STUB_HANG=WORD: a guest whose command has WORD never ends (its
+# PID in build/hung).  AHEADFS_STUB_SKIP=LINE: each test guest writes LINE
+# as the result of a test on xfs (build/results/kK-xfs-tracing.tap).
 cat >"$s/scripts/vm-run" <<STUB
 #!/bin/bash
 echo "vm-run \$* [\${AHEADFS_KERNEL_IMAGE:-} \${AHEADFS_KERNEL_KDIR:-}]" >>"$s/build/calls"
+if [ -n "\${AHEADFS_STUB_HANG:-}" ] && [[ " \$* " == *"\$AHEADFS_STUB_HANG"* ]]; then
+	echo "# guest-run: started"
+	echo "# the stub's last words before it hangs"
+	echo \$\$ >>"$s/build/hung"
+	exec sleep 600
+fi
 case " \$* " in
 *" --prepare "*) ;;
-*guest-run*) printf '# guest-run: started\nTAP version 13\nok 1 stub guest\n1..1\n' ;;
+*guest-run*)
+	[ -z "\${AHEADFS_STUB_SKIP:-}" ] ||
+		printf 'TAP version 13\n1..1\n%s\n' "\$AHEADFS_STUB_SKIP" >"$s/build/results/k\$2-xfs-tracing.tap"
+	printf '# guest-run: started\nTAP version 13\nok 1 stub guest\n1..1\n' ;;
 *deb.sh*) printf 'TAP version 13\nok 1 stub deb\n1..1\n' ;;
 esac
 STUB
@@ -205,7 +220,8 @@ printf 'selftests deb checkpatch:\n\t@true\nuserland-check man-check scripts-che
 stubcheck() {
 	rm -f "$s/build/calls"
 	env -u AHEADFS_CHECK_PLAN -u AHEADFS_CHECK_GUESTS -u AHEADFS_GUEST_MEMORY \
-		-u AHEADFS_GUEST_TIMEOUT -u AHEADFS_DEB_TIMEOUT \
+		-u AHEADFS_GUEST_TIMEOUT -u AHEADFS_DEB_TIMEOUT -u AHEADFS_CHECK_DEADLINE \
+		-u AHEADFS_CHECK_FULL -u AHEADFS_STUB_HANG -u AHEADFS_STUB_SKIP -u FSX_SOAK \
 		"$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
 	rc=$?
 	out=$(sort "$s/build/calls" 2>/dev/null)
@@ -226,18 +242,20 @@ stubcheck
 stubwant "scripts/check without KERNEL=: kbuild and the three guests of 6.1 and 6.12 as before" \
 "kbuild $rel
 kbuild $rel2
-vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+dkms-prebuild $s/build/dkms $rel $rel2
+vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
 vm-run --kernel 6.1 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
 vm-run --kernel 6.12 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.12 -- true [ ]"
 stubcheck KERNEL="$img" KDIR="$hdr"
 v="--kernel-image $img --kdir $hdr"
 stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each guest boots the image" \
 "kbuild $hdr
+dkms-prebuild $s/build/dkms $rel:$hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 selftests/deb.sh [ ]
+vm-run $v --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
 vm-run $v --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel $rel -- true [$img $hdr]"
 if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/kernel-$rel.tap" ]; then
@@ -252,6 +270,65 @@ stubwant "scripts/check AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G: the t
 "kbuild $hdr
 vm-run $v --prepare [ ]
 vm-run $v --timeout 2700 --console --tcg-single --memory 4G -- scripts/guest-run --exclude deb [ ]"
+# make check-full's way: every test on every lower, longer stressors, DKMS
+# compiling in the package guests for every kernel, fresh fsx seeds.
+stubcheck AHEADFS_CHECK_FULL=1 FSX_SOAK=3
+stubwant "scripts/check AHEADFS_CHECK_FULL=1: guest-run --full, DKMS in the guests for all kernels, scripts/soak" \
+"kbuild $rel
+kbuild $rel2
+soak --kernels $rel $rel2 --seeds 3
+vm-run --kernel 6.1 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.1 -- true [ ]
+vm-run --kernel 6.12 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.12 -- true [ ]"
+
+# The overall deadline: two test guests that never end are stopped when it
+# passes (their processes too), each reported as a failure with its last
+# lines, the package and aheadctl guests behind them as not run, and the
+# summary is still the last line.
+rm -f "$s/build/hung"
+t0=$(date +%s)
+stubcheck AHEADFS_CHECK_DEADLINE=10 AHEADFS_STUB_HANG=guest-run
+secs=$(($(date +%s) - t0))
+last=$(tail -n 1 "$tmp/stub.out")
+hung=$(cat "$s/build/hung" 2>/dev/null)
+alive=
+for p in $hung; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+stopped=$(grep -l "^not ok 1 .*: stopped at the overall deadline, 10 s after the start" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
+notrun=$(grep -l "^not ok 1 .*: not started before the overall deadline" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
+if [ "$rc" = 1 ] && [ "$(wc -w <<<"$hung")" = 2 ] && [ -z "$alive" ] && [ "$stopped" = 2 ] &&
+   [ "$notrun" = 4 ] && [ "$secs" -lt 60 ] &&
+   grep -q "the stub's last words before it hangs" "$s"/build/results/deadline-$rel.tap &&
+   [[ $last =~ ^[0-9]+\ passed,\ 6\ failed ]]; then
+	pass "scripts/check AHEADFS_CHECK_DEADLINE: guests that never end are stopped and reported, the summary last"
+else
+	for p in $alive; do kill "$p"; done
+	fail "scripts/check AHEADFS_CHECK_DEADLINE: guests that never end are stopped and reported" \
+		"exit $rc after $secs s; hung: $hung, still alive:$alive; $stopped stopped, $notrun not run; last line: $last
+$(cat "$s"/build/results/deadline-*.tap 2>/dev/null | head -n 20)
+$(tail -n 8 "$tmp/stub.out")"
+fi
+
+# A skip in a guest's results counts only if the allow-list names it.
+stubcheck AHEADFS_CHECK_GUESTS=test "AHEADFS_STUB_SKIP=ok 1 xfs.tracing # SKIP runs on ext4 only"
+last=$(tail -n 1 "$tmp/stub.out")
+if [ "$rc" = 0 ] && [[ $last =~ ^[0-9]+\ passed,\ 0\ failed,\ 2\ skipped$ ]]; then
+	pass "scripts/check: a guest's skip on the allow-list (selftests/skips.allow) is a skip"
+else
+	fail "scripts/check: a guest's skip on the allow-list is a skip" "exit $rc; last line: $last"
+fi
+stubcheck AHEADFS_CHECK_GUESTS=test "AHEADFS_STUB_SKIP=ok 1 xfs.tracing # SKIP bpftool missing"
+last=$(tail -n 1 "$tmp/stub.out")
+if [ "$rc" = 1 ] && [[ $last =~ ^[0-9]+\ passed,\ 2\ failed$ ]] &&
+   grep -q "xfs.tracing # SKIP bpftool missing (a skip not on the allow-list" "$tmp/stub.out"; then
+	pass "scripts/check: a guest's skip not on the allow-list fails the run"
+else
+	fail "scripts/check: a guest's skip not on the allow-list fails the run" "exit $rc; last line: $last
+$(grep -i skip "$tmp/stub.out" | head -n 5)"
+fi
+
 expect "scripts/debug-kernel: an unknown version is refused" 2 "unknown version 5.10" \
 	"$top/scripts/debug-kernel" 5.10
 
