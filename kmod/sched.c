@@ -71,10 +71,13 @@ static void account(struct aheadfs_sb_info *sbi, ssize_t ret, u64 txns,
  * what was read, or the error if nothing was.
  *
  * A transaction that was not all up to date waits for the device, and
- * *@wait_ns adds how long: its folios under I/O are waited for before the
- * lower's read copies them (aheadfs_wait_reads()); where pages were absent
- * and the lower reads them in itself (the kernel and off modes, legacy's
- * tail), the whole lower read, copy included.
+ * *@wait_ns adds how long: where the lower does no readahead of its own
+ * (FMODE_RANDOM: every mode but kernel), its folios under I/O are waited
+ * for before the lower's read copies them (aheadfs_wait_reads()), which
+ * is where that read would wait; where pages were absent and the lower
+ * reads them in itself (off, legacy's tail), or where its readahead runs
+ * (kernel: its read starts the next readahead before it waits, and waiting
+ * first would serialize the two), the whole lower read, copy included.
  */
 static ssize_t read_sync(struct kiocb *iocb, struct file *lower,
 			 struct iov_iter *to, size_t txn, bool meter_txns,
@@ -95,8 +98,10 @@ static ssize_t read_sync(struct kiocb *iocb, struct file *lower,
 		}
 		if (waits) {
 			t = ktime_get_ns();
-			aheadfs_wait_reads(lower->f_mapping, iocb->ki_pos, len);
-			if (!meter_txns || pr->absent == absent) {
+			if (READ_ONCE(lower->f_mode) & FMODE_RANDOM &&
+			    (!meter_txns || pr->absent == absent)) {
+				aheadfs_wait_reads(lower->f_mapping,
+						   iocb->ki_pos, len);
 				*wait_ns += ktime_get_ns() - t;
 				t = 0;
 			}
