@@ -1064,11 +1064,13 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	EXPECT_EQ(1, DELTA(a, b, waits));
 	EXPECT_LE(SLOW_MS / 2 * 1000000LL, DELTA(a, b, wait_ns));
 	/*
-	 * The window's ramp costs at most two more waits: the request that
-	 * first times the reader (the window then goes to the product), and
-	 * one the window found short (it doubles while that one waits).
+	 * Waits after the first are the window's ramp only: even doubling once
+	 * per request from one request's size, it covers the 16 MiB file
+	 * after four (it goes to the measured product at once, and doubles
+	 * during a stall: 2 or 3 requests wait, for about one latency in
+	 * all).  Legacy makes all 15 wait.
 	 */
-	EXPECT_GE(2, DELTA(b, c, waits));
+	EXPECT_GE(4, DELTA(b, c, waits));
 	/* A request that waited for nothing spent no time waiting. */
 	if (!DELTA(b, c, waits))
 		EXPECT_EQ(0, DELTA(b, c, wait_ns));
