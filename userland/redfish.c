@@ -11,7 +11,14 @@
 struct buf {
 	char *p;
 	size_t len;
+	bool too_big;		/* the answer passed RF_ANSWER_MAX: refused */
 };
+
+/*
+ * The most of one answer kept: a Redfish document is kilobytes, and a BMC
+ * that sends more (broken or hostile) must not push the node into OOM.
+ */
+#define RF_ANSWER_MAX (4 << 20)
 
 /* One conversation with the BMC: one connection, one session. */
 struct rf {
@@ -67,8 +74,13 @@ static void catch_signals(bool on)
 static size_t collect(char *data, size_t sz, size_t n, void *arg)
 {
 	struct buf *b = arg;
-	char *np = realloc(b->p, b->len + sz * n + 1);
+	char *np;
 
+	if (sz * n > RF_ANSWER_MAX - b->len) {
+		b->too_big = true;
+		return 0;	/* curl stops with CURLE_WRITE_ERROR */
+	}
+	np = realloc(b->p, b->len + sz * n + 1);
 	if (!np)
 		return 0;
 	b->p = np;
@@ -164,6 +176,7 @@ static void rf_options(struct rf *rf, long timeout, bool auth)
 	curl_easy_setopt(rf->c, CURLOPT_HEADERFUNCTION, headers);
 	curl_easy_setopt(rf->c, CURLOPT_HEADERDATA, rf);
 	curl_easy_setopt(rf->c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(rf->c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)RF_ANSWER_MAX);
 	curl_easy_setopt(rf->c, CURLOPT_TIMEOUT, timeout);
 	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout < 10 ? timeout : 10L);
 	curl_easy_setopt(rf->c, CURLOPT_NOSIGNAL, 1L);
@@ -225,6 +238,10 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
 		err("%s %s: the BMC did not answer within %ld s (--timeout sets the limit)",
 		    method, url, timeout);
+		status = -1;
+	} else if (resp.too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+		err("%s %s: the BMC's answer is larger than %d MiB (a Redfish document is kilobytes): refused",
+		    method, url, RF_ANSWER_MAX >> 20);
 		status = -1;
 	} else if (rc != CURLE_OK) {
 		err("%s %s: %s%s", method, url, curl_easy_strerror(rc),
