@@ -37,6 +37,8 @@ int write_file(const char *path, const char *buf);
 bool parse_u64(const char *s, unsigned long long *v);
 bool parse_size(const char *s, unsigned long long *v);
 char *shell_quote(const char *s);	/* malloc'd */
+/* Owned by root or us, writable by no one else, nor its directories. */
+int check_trusted(const char *path, const char *what);
 
 /* A CPU set as a plain bool array, independent of the libc cpu_set_t size. */
 struct cpus {

@@ -84,7 +84,11 @@ int bmc_password(struct bmc *b, const char *file)
 
 	if (file) {
 		struct stat st;
-		int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd;
+
+		if (check_trusted(file, "password file"))
+			return -1;
+		fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 		if (fd < 0 || fstat(fd, &st)) {
 			err("cannot open password file %s: %s", file, strerror(errno));

@@ -326,10 +326,15 @@ static int check_sections(const struct conf *c)
 struct conf *conf_read(const char *path)
 {
 	struct conf *c = xcalloc(1, sizeof(*c));
-	char *text = read_file(path);
+	char *text;
 	int line = 0;
 
 	c->path = xstrdup(path);
+	if (check_trusted(path, "config")) {
+		errno = EPERM;
+		return NULL;
+	}
+	text = read_file(path);
 	if (!text) {
 		int e = errno;
 

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -486,4 +487,53 @@ char *shell_quote(const char *s)
 	}
 	*o++ = '\'';
 	return out;
+}
+
+/*
+ * As sshd's StrictModes: a file whose contents we act on (the config, a
+ * password file) and every directory above it must be owned by root or by
+ * us and writable by no one else; a sticky directory (/tmp) may be written
+ * by others, who cannot replace what is ours in it.  0, or -1 after a
+ * message that names the file and why.
+ */
+int check_trusted(const char *path, const char *what)
+{
+	char *real = realpath(path, NULL), *p;
+	int rc = 0;
+
+	if (!real)
+		return 0;	/* the caller's open reports it */
+	p = real + strlen(real);
+	for (bool file = true; ; file = false) {
+		struct stat st;
+		const char *name = *real ? real : "/";
+
+		if (stat(name, &st)) {
+			err("%s %s: %s", what, name, strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			err("%s %s: %s%s is owned by uid %u, neither root nor you: refusing it",
+			    what, path, file ? "it" : "its directory ", file ? "" : name,
+			    (unsigned int)st.st_uid);
+			rc = -1;
+			break;
+		}
+		if ((st.st_mode & 022) && (file || !(st.st_mode & S_ISVTX))) {
+			err("%s %s: %s%s is writable by %s (mode %04o): refusing it (chmod go-w %s)",
+			    what, path, file ? "it" : "its directory ", file ? "" : name,
+			    st.st_mode & 002 ? "everyone" : "its group",
+			    (unsigned int)(st.st_mode & 07777), name);
+			rc = -1;
+			break;
+		}
+		if (!*real)
+			break;
+		while (p > real && *--p != '/')
+			;
+		*p = 0;
+	}
+	free(real);
+	return rc;
 }

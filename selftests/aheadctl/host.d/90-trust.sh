@@ -22,3 +22,28 @@ if [ -s "$tmp/big.port" ]; then
 else
 	fail "redfish: bmc_stub.py did not start"
 fi
+# ---- trust: the config and the password file, as sshd's StrictModes ----
+# persist_fixture, conf and CONF are 70-apply.sh's.
+persist_fixture
+conf <<'CONF'
+[block vda]
+read_ahead_kb = 4096
+CONF
+chmod 0666 "$CONF"; snap cw
+run verify
+t "verify: a world-writable config is refused, named, nothing read" '[ $rc = 1 ] && haserr "config $CONF: it is writable by everyone (mode 0666): refusing it" && ! has DRIFT'
+run apply
+t "apply: a world-writable config is refused, nothing written" '[ $rc = 1 ] && haserr "writable by everyone" && same cw'
+chmod 0644 "$CONF"; chmod 0775 "$F/etc/aheadctl"
+run apply
+t "apply: a config in a group-writable directory is refused" '[ $rc = 1 ] && haserr "its directory $F/etc/aheadctl is writable by its group (mode 0775)" && same cw'
+chmod 0755 "$F/etc/aheadctl"
+run apply
+t "apply: the same config, safe again, is applied" '[ $rc = 0 ] && [ "$(cat "$VQ/read_ahead_kb")" = 4096 ]'
+mkdir -p "$tmp/pw"; chmod 0777 "$tmp/pw"; printf 'calvin\n' >"$tmp/pw/p"; chmod 0600 "$tmp/pw/p"
+run bios show --bmc 127.0.0.1 --user root --password-file "$tmp/pw/p"
+t "bios: a password file in a world-writable directory is refused" '[ $rc = 1 ] && haserr "password file $tmp/pw/p: its directory $tmp/pw is writable by everyone (mode 0777)"'
+chown 12345 "$tmp/pw/p"; chmod 0755 "$tmp/pw"
+run bios show --bmc 127.0.0.1 --user root --password-file "$tmp/pw/p"
+t "bios: a password file owned by another user is refused" '[ $rc = 1 ] && haserr "owned by uid 12345"'
+rm -rf "$tmp/pw"
