@@ -37,6 +37,10 @@ int write_file(const char *path, const char *buf);
 bool parse_u64(const char *s, unsigned long long *v);
 bool parse_size(const char *s, unsigned long long *v);
 char *shell_quote(const char *s);	/* malloc'd */
+const char *shq(const char *s);		/* quoted, kept until shq_free() */
+void shq_free(void);
+/* stdout and stderr write control characters as \u00XX (main() calls it). */
+void guard_stdio(void);
 /* Owned by root or us, writable by no one else, nor its directories. */
 int check_trusted(const char *path, const char *what);
 
@@ -84,6 +88,8 @@ void doctor_finding(struct doctor *d, const char *area, const char *what,
 		    const char *fix);
 void doctor_irq(struct doctor *d);
 void doctor_fs(struct doctor *d);
+/* fs.c: a mounts/mountinfo field with its \ooo escapes undone, malloc'd. */
+char *mount_unescape(const char *s);
 /* numa.c: the bandwidth matrix; remote/local below this is flagged */
 #define BW_RATIO_THRESHOLD 0.25
 int irqbalance_pid(void);

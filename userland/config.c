@@ -536,14 +536,45 @@ char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet)
 	return mode;
 }
 
+/* [bios]'s BMC options as a user types them, each word quoted; "" if none. */
+static char *bios_opts(const struct conf_sec *b)
+{
+	static const char *const keys[] = { "bmc", "user", "password-file", "ca-file", "system", NULL };
+	char *o = xstrdup("");
+
+	for (int i = 0; b && keys[i]; i++) {
+		const char *v = kv_get(b, keys[i]);
+		char *q, *n;
+
+		if (!v)
+			continue;
+		q = shell_quote(v);
+		n = xsprintf("%s --%s %s", o, keys[i], q);
+		free(q);
+		free(o);
+		o = n;
+	}
+	for (int i = 0; b && i < 2; i++) {
+		const char *k = i ? "insecure-http" : "insecure";
+		char *n;
+
+		if (!kv_get(b, k) || !bool_of(kv_get(b, k)))
+			continue;
+		n = xsprintf("%s --%s", o, k);
+		free(o);
+		o = n;
+	}
+	return o;
+}
+
 char *conf_bios_fix(const struct conf *c, const char *mode)
 {
 	const struct conf_sec *b = conf_bios(c);
-	const char *bmc = b ? kv_get(b, "bmc") : NULL;
-	char *q = bmc ? shell_quote(bmc) : xstrdup("URL");
-	char *fix = xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc %s (a BIOS change needs a reboot: plan it)",
-			     mode, q);
+	char *o = bios_opts(b), *q = shell_quote(mode);
+	char *fix = xsprintf("aheadctl --yes bios set snoop-mode %s --reboot%s%s (a BIOS change needs a reboot: plan it)",
+			     q, b && kv_get(b, "bmc") ? "" : " --bmc URL", o);
 
+	free(o);
 	free(q);
 	return fix;
 }
@@ -1262,7 +1293,10 @@ static void verify_bios(struct drift *d, const struct conf *c, const struct conf
 		if (!g.json)
 			printf("not checked [bios] snoop-mode %s: no bmc in [bios]\n", want);
 	} else if (!mode) {
-		char *fix = xsprintf("aheadctl bios show --bmc %s", kv_get(s, "bmc"));
+		char *o = bios_opts(s);
+		char *fix = xsprintf("aheadctl bios show%s", o);
+
+		free(o);
 
 		drift(d, s, "snoop-mode", want, "unknown (the BMC did not answer)", fix);
 		free(fix);

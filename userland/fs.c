@@ -28,7 +28,7 @@ static const struct tunable {
 static const char *const prefetch_modes[] = { "ahead", "legacy", "kernel", "off" };
 
 /* /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s)
+char *mount_unescape(const char *s)
 {
 	char *out = xstrdup(s), *o = out;
 
@@ -73,7 +73,7 @@ static int aheadfs_mounts(struct mnt **out)
 		*out = realloc(*out, (n + 1) * sizeof(**out));
 		if (!*out)
 			exit(EXIT_FAILED);
-		(*out)[n].dir = unescape(f[4]);
+		(*out)[n].dir = mount_unescape(f[4]);
 		(*out)[n].dev = xstrdup(f[2]);
 		n++;
 	}

@@ -1477,7 +1477,7 @@ static void doctor_nic(struct doctor *d, struct nic *nic)
 		char *l = cpulist_format(&nic->local);
 		char *what = xsprintf("%s: %d IRQs (%s) run off the NIC's node %d (CPUs %s)",
 				      nic->dev, noff, offs, nic->use_node, l);
-		char *fix = xsprintf("aheadctl irq set dev %s policy local", nic->dev);
+		char *fix = xsprintf("aheadctl irq set dev %s policy local", shq(nic->dev));
 
 		doctor_finding(d, "irq", what, fix);
 		free(what);
@@ -1488,7 +1488,7 @@ static void doctor_nic(struct doctor *d, struct nic *nic)
 	if (nic->irqbalance && unbanned(nic)) {
 		char *what = xsprintf("%s: irqbalance (pid %d) owns %d of its IRQs and will undo a placement",
 				      nic->dev, nic->irqbalance, unbanned(nic));
-		char *fix = xsprintf("aheadctl irq ban dev %s", nic->dev);
+		char *fix = xsprintf("aheadctl irq ban dev %s", shq(nic->dev));
 
 		doctor_finding(d, "irq", what, fix);
 		free(what);

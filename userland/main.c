@@ -195,6 +195,7 @@ int main(int argc, char **argv)
 	char badopt[3] = "-?";
 	int c;
 
+	guard_stdio();
 	on_exit(finish, NULL);
 	/* '+': stop at OBJECT; what follows belongs to the verb.  ':': we word the errors. */
 	opterr = 0;

@@ -427,7 +427,7 @@ static char *placement_fix(json_t *b, const char *dev)
 
 	json_object_foreach(json_object_get(b, "xps"), q, v)
 		had_xps |= json_string_value(v) && *json_string_value(v);
-	return xsprintf("aheadctl irq set dev %s policy local%s", dev, had_xps ? " xps" : "");
+	return xsprintf("aheadctl irq set dev %s policy local%s", shq(dev), had_xps ? " xps" : "");
 }
 
 static void diff_queues(struct report *r, json_t *b, json_t *n, const char *dev)
@@ -439,8 +439,8 @@ static void diff_queues(struct report *r, json_t *b, json_t *n, const char *dev)
 		return;
 	regress(r, xsprintf("%s: queues dropped: %lld tx / %lld rx, were %lld / %lld",
 			    dev, nt, nr, bt, br),
-		bt == br ? xsprintf("ethtool -L %s combined %lld", dev, bt) :
-		xsprintf("ethtool -L %s tx %lld rx %lld", dev, bt, br));
+		bt == br ? xsprintf("ethtool -L %s combined %lld", shq(dev), bt) :
+		xsprintf("ethtool -L %s tx %lld rx %lld", shq(dev), bt, br));
 }
 
 static void diff_irqs(struct report *r, json_t *b, json_t *n, const char *dev)
@@ -463,7 +463,7 @@ static void diff_irqs(struct report *r, json_t *b, json_t *n, const char *dev)
 	if (nib > bib)
 		regress(r, xsprintf("%s: irqbalance now owns %d of its IRQs (%s); it owned %d and will undo the placement",
 				    dev, nib, ib, bib),
-			xsprintf("aheadctl irq ban dev %s", dev));
+			xsprintf("aheadctl irq ban dev %s", shq(dev)));
 	if (strcmp(bl, nl))
 		note(r, xsprintf("%s: IRQs renumbered: %s -> %s", dev, *bl ? bl : "none",
 				 *nl ? nl : "none"));
@@ -490,18 +490,22 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 	if (!n) {
 		regress(r, xsprintf("%s (pci %s, driver %s) is gone", dev, jstr_of(b, "pci"),
 				    *bd ? bd : "?"),
-			xsprintf("modprobe %s (dmesg says why it did not bind)", *bd ? bd : "DRIVER"));
+			xsprintf("modprobe %s (dmesg says why it did not bind)", *bd ? shq(bd) : "DRIVER"));
 		return;
 	}
 	if (*bd && strcmp(bd, jstr_of(n, "driver"))) {
 		const char *pci = jstr_of(n, "pci"), *nd = jstr_of(n, "driver");
-		char *bind = xsprintf("modprobe %s && echo %s > /sys/bus/pci/drivers/%s/bind",
-				      bd, pci, bd);
+		char *bp = xsprintf("/sys/bus/pci/drivers/%s/bind", bd);
+		char *up = xsprintf("/sys/bus/pci/drivers/%s/unbind", nd);
+		char *bind = xsprintf("modprobe %s && echo %s > %s", shq(bd), shq(pci), shq(bp));
+
 
 		regress(r, xsprintf("%s: driver swapped: %s -> %s", dev, bd, *nd ? nd : "none"),
-			*nd ? xsprintf("echo %s > /sys/bus/pci/drivers/%s/unbind && %s (and blacklist %s)",
-				       pci, nd, bind, nd) : xstrdup(bind));
+			*nd ? xsprintf("echo %s > %s && %s (and blacklist %s)",
+				       shq(pci), shq(up), bind, nd) : xstrdup(bind));
 		free(bind);
+		free(bp);
+		free(up);
 	} else if (strcmp(jstr_of(b, "version"), jstr_of(n, "version")) ||
 		   strcmp(jstr_of(b, "firmware"), jstr_of(n, "firmware"))) {
 		note(r, xsprintf("%s: %s version %s -> %s, firmware %s -> %s", dev, bd,
@@ -512,7 +516,7 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 	if (bn >= 0 && nn != bn)
 		regress(r, xsprintf("%s: numa_node %lld, was %lld (firmware or kernel no longer gives its proximity domain)",
 				    dev, nn, bn),
-			xsprintf("aheadctl irq set dev %s policy local node %lld", dev, bn));
+			xsprintf("aheadctl irq set dev %s policy local node %lld", shq(dev), bn));
 	diff_queues(r, b, n, dev);
 	diff_irqs(r, b, n, dev);
 }
@@ -526,7 +530,7 @@ static void diff_disk(struct report *r, json_t *b, json_t *disks)
 	if (!n) {
 		regress(r, xsprintf("disk %s (driver %s) is gone", dev, jstr_of(b, "driver")),
 			xsprintf("modprobe %s (dmesg says why it did not appear)",
-				 *jstr_of(b, "driver") ? jstr_of(b, "driver") : "DRIVER"));
+				 *jstr_of(b, "driver") ? shq(jstr_of(b, "driver")) : "DRIVER"));
 		return;
 	}
 	if (jint_of(n, "numa_node", -1) != jint_of(b, "numa_node", -1))
@@ -542,7 +546,7 @@ static void diff_disk(struct report *r, json_t *b, json_t *disks)
 		p = xsprintf("%s/class/block/%s/queue/%s", sysfs_root(), dev, keys[i]);
 		q = shell_quote(p);
 		regress(r, xsprintf("disk %s: %s %s, was %s", dev, keys[i], now ? now : "unreadable", was),
-			xsprintf("echo %s > %s", was, q));
+			xsprintf("echo %s > %s", shq(was), q));
 		free(p);
 		free(q);
 	}
@@ -573,7 +577,8 @@ static void diff_mount(struct report *r, json_t *b, json_t *mounts)
 			opts = o;
 		}
 		regress(r, xsprintf("aheadfs mount %s (lower %s) is gone", mp, jstr_of(b, "lower")),
-			xsprintf("mount -t aheadfs -o %s %s %s", opts, jstr_of(b, "lower"), q));
+			xsprintf("mount -t aheadfs%s%s %s %s", *opts ? " -o " : "", *opts ? shq(opts) : "",
+				 shq(jstr_of(b, "lower")), q));
 		free(opts);
 		free(q);
 		return;
@@ -582,9 +587,13 @@ static void diff_mount(struct report *r, json_t *b, json_t *mounts)
 		char *was = tunable_str(v);
 		char *now = tunable_str(json_object_get(json_object_get(n, "tunables"), k));
 
-		if (strcmp(was, now))
+		if (strcmp(was, now)) {
+			char *kv = xsprintf("%s=%s", k, was);
+
 			regress(r, xsprintf("aheadfs %s: %s %s, was %s", mp, k, now, was),
-				xsprintf("aheadctl fs set %s %s=%s", q, k, was));
+				xsprintf("aheadctl fs set %s %s", q, shq(kv)));
+			free(kv);
+		}
 		free(was);
 		free(now);
 	}
@@ -606,11 +615,11 @@ static void diff_node(struct report *r, json_t *b, json_t *n, const struct conf 
 		regress(r, xsprintf("cross-node read bandwidth ratio %.2f, was %.2f (below %.2f: the snoop mode, QPI/UPI links or memory population changed)",
 				    json_number_value(nr), json_number_value(br), BW_RATIO_THRESHOLD),
 			xsprintf("aheadctl bios show; then aheadctl --yes bios set snoop-mode %s --reboot",
-				 bs ? bs : "home"));
+				 bs ? shq(bs) : "home"));
 	if (bs && ns && strcmp(bs, ns))
 		regress(r, xsprintf("BIOS snoop mode %s, was %s", ns, bs),
 			c ? conf_bios_fix(c, bs) :
-			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", bs));
+			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", shq(bs)));
 	if (!jint_of(json_object_get(b, "irqbalance"), "pid", 0) &&
 	    jint_of(json_object_get(n, "irqbalance"), "pid", 0))
 		note(r, xsprintf("irqbalance is running now (pid %lld), it was not",

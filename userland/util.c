@@ -466,27 +466,156 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 }
 
 /* The word as a shell reads it back: quoted only when it needs to be. */
+static bool ctl_byte(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/*
+ * One shell word for s.  Plain words as they are; others in '...'; a word
+ * with a control character (a newline, an escape) in $'...' with octal
+ * escapes, so the line pasted is one line, runs the one command and shows
+ * no terminal escape.
+ */
 char *shell_quote(const char *s)
 {
-	size_t n = 3;
+	size_t n = 4;
 	char *out, *o;
+	bool ctl = false;
 
 	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/_.,:=@%+-") == strlen(s))
 		return xstrdup(s);
 	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
+		ctl |= ctl_byte(*p);
+	for (const char *p = s; *p; p++)
+		n += ctl ? 4 : *p == '\'' ? 4 : 1;
 	out = o = xcalloc(1, n);
+	if (ctl)
+		*o++ = '$';
 	*o++ = '\'';
 	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
+		unsigned char c = *p;
+
+		if (ctl && (ctl_byte(c) || c == '\'' || c == '\\')) {
+			o += sprintf(o, "\\%03o", c);
+		} else if (!ctl && c == '\'') {
 			memcpy(o, "'\\''", 4);
 			o += 4;
 		} else {
-			*o++ = *p;
+			*o++ = c;
 		}
 	}
 	*o++ = '\'';
 	return out;
+}
+
+/* Quoted words kept until shq_free(): for building many fix lines. */
+static char **shq_pool;
+static size_t shq_n;
+
+const char *shq(const char *s)
+{
+	char **np = realloc(shq_pool, (shq_n + 1) * sizeof(*np));
+
+	if (!np) {
+		err("out of memory");
+		exit(EXIT_FAILED);
+	}
+	shq_pool = np;
+	return shq_pool[shq_n++] = shell_quote(s ? s : "");
+}
+
+void shq_free(void)
+{
+	while (shq_n)
+		free(shq_pool[--shq_n]);
+	free(shq_pool);
+	shq_pool = NULL;
+}
+
+/*
+ * stdout and stderr pass through here: strings from snapshots, sysfs and
+ * BMCs are printed as they came, and a control character in one (an escape
+ * sequence, a carriage return) would act on the terminal.  C0 controls but
+ * newline and tab, DEL, and the C1 controls (U+0080 to U+009F in UTF-8) are
+ * written as \u00XX, which is also what JSON would have, so a document
+ * stays valid.
+ */
+struct tty_guard {
+	int fd;
+	bool c2;		/* a 0xc2 byte held back: the start of a C1? */
+};
+
+static int put_all(int fd, const char *b, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= w;
+	}
+	return 0;
+}
+
+static ssize_t guard_write(void *cookie, const char *buf, size_t size)
+{
+	struct tty_guard *t = cookie;
+	char out[4096 + 16];
+	size_t o = 0;
+
+	for (size_t i = 0; i < size; i++) {
+		unsigned char c = buf[i];
+
+		if (o > 4096) {
+			if (put_all(t->fd, out, o))
+				return i ? (ssize_t)i : -1;
+			o = 0;
+		}
+		if (t->c2) {
+			t->c2 = false;
+			if (c >= 0x80 && c <= 0x9f) {
+				o += sprintf(out + o, "\\u%04x", c);
+				continue;
+			}
+			out[o++] = (char)0xc2;
+		}
+		if (c == 0xc2)
+			t->c2 = true;
+		else if (ctl_byte(c) && c != '\n' && c != '\t')
+			o += sprintf(out + o, "\\u%04x", c);
+		else
+			out[o++] = c;
+	}
+	if (o && put_all(t->fd, out, o))
+		return -1;
+	return size;
+}
+
+static int guard_close(void *cookie)
+{
+	struct tty_guard *t = cookie;
+
+	if (t->c2)
+		put_all(t->fd, "\xc2", 1);
+	return 0;
+}
+
+void guard_stdio(void)
+{
+	static struct tty_guard to = { 1, false }, te = { 2, false };
+	cookie_io_functions_t io = { .write = guard_write, .close = guard_close };
+	FILE *o = fopencookie(&to, "w", io), *e = fopencookie(&te, "w", io);
+
+	if (!o || !e)
+		return;
+	setvbuf(o, NULL, isatty(1) ? _IOLBF : _IOFBF, 0);
+	setvbuf(e, NULL, _IONBF, 0);
+	stdout = o;
+	stderr = e;
 }
 
 /*

@@ -47,3 +47,47 @@ chown 12345 "$tmp/pw/p"; chmod 0755 "$tmp/pw"
 run bios show --bmc 127.0.0.1 --user root --password-file "$tmp/pw/p"
 t "bios: a password file owned by another user is refused" '[ $rc = 1 ] && haserr "owned by uid 12345"'
 rm -rf "$tmp/pw"
+# ---- trust: fix lines are quoted, text output shows no terminal escapes ----
+# A snapshot whose strings hold blanks, ';' and escape sequences: each fix
+# line must stay one command with these as words, and nothing the terminal
+# would act on reaches stdout or stderr.
+persist_fixture
+P0=$F/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0
+S=$tmp/hostile.json
+"$A" snapshot save "$S" --skip-bw >/dev/null
+python3 - "$S" "$tmp" <<'PY'
+import json, sys
+p, tmp = sys.argv[1], sys.argv[2]
+d = json.load(open(p))
+for m in d["aheadfs"]:
+    if m["mountpoint"] == "/mnt/ahead":
+        m["lower"] = "/srv/my data;touch %s/pwned" % tmp
+for n in d["nics"]:
+    if n["dev"] == "eth0":
+        n["driver"] = "mlx5_core;touch %s/pwned2 \x1b]0;owned\x07\x1b[2J" % tmp
+json.dump(d, open(p, "w"))
+PY
+sed -i '/ \/mnt\/ahead /d' "$F/proc/self/mountinfo"
+run snapshot diff "$S" --skip-bw
+# Each fix line as a shell splits it: no ';' or '|' outside a word.
+fix_words_ok() {
+	sed -n 's/^  fix: //p' <<<"$out" | sed 's/ (.*)$//' | python3 -c '
+import shlex, sys
+ok = True
+for l in sys.stdin:
+    toks = list(shlex.shlex(l, posix=True, punctuation_chars=True))
+    ok &= not any(t in (";", "|", "||", "&") for t in toks)
+sys.exit(0 if ok else 1)'
+}
+t "snapshot diff: hostile names are regressions, exit 1" '[ $rc = 1 ] && has "REGRESSION aheadfs mount /mnt/ahead" && has "driver swapped"'
+t "snapshot diff: every fix line is one command, ';' inside its words" 'fix_words_ok'
+fixline=$(sed -n 's/^  fix: \(mount -t aheadfs .*\)$/\1/p' <<<"$out")
+(mount() { printf '%s\n' "$@" >"$tmp/mount.args"; }; eval "$fixline") >/dev/null 2>&1
+t "snapshot diff: the mount fix, pasted, runs mount alone with the lower as one word" '[ -n "$fixline" ] && [ ! -e "$tmp/pwned" ] && [ "$(sed -n 5p "$tmp/mount.args")" = "/srv/my data;touch $tmp/pwned" ] && [ "$(sed -n 6p "$tmp/mount.args")" = /mnt/ahead ]'
+t "snapshot diff: no escape or BEL byte on stdout or stderr; shown as \\u001b" '! grep -q "[$(printf "\033\007")]" <<<"$out$err" && has "\\u001b]0;owned\\u0007"'
+run -j snapshot diff "$S" --skip-bw
+t "snapshot diff -j: still valid JSON, the name decodes to its bytes" 'json_ok && [ "$(jp "any(\"\\x1b]0;owned\" in r[\"regression\"] for r in d[\"regressions\"])")" = True ]'
+printf 'snapshot = %s\n' "$S" | conf
+run doctor --skip-bw
+t "doctor: the configured snapshot's regressions, fixes quoted, no escapes" '[ $rc = 1 ] && has "FINDING [snapshot] aheadfs mount /mnt/ahead" && fix_words_ok && ! grep -q "[$(printf "\033\007")]" <<<"$out$err"'
+rm -f "$tmp/pwned" "$tmp/pwned2" "$tmp/mount.args"
