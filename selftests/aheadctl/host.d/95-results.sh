@@ -1,0 +1,18 @@
+# 95-results.sh: sourced by host-tests.sh.  Results that must be exact:
+# what is read is unescaped, what cannot be read is said, numbers are
+# compared as numbers, fixes run as printed and clear what they report.
+# ---- results: the doctor's NFS check ----
+fresh
+cat >>"$F/proc/self/mounts" <<'MO'
+srv:/my\040export /mnt/my\040nfs nfs4 rw,relatime,vers=4.2,noac 0 0
+MO
+run doctor --skip-bw
+fixline=$(sed -n 's/^  fix: \(umount .*\) (or stack.*$/\1/p' <<<"$out")
+(umount() { :; }; mount() { printf '%s\n' "$@" >"$tmp/mount.args"; }; eval "$fixline") >/dev/null 2>&1
+t "doctor: an NFS mount point with a blank is unescaped, its fix runs on it" 'has "FINDING [nfs] /mnt/my nfs (srv:/my export): noac" && [ "$(sed -n 5,6p "$tmp/mount.args" | tr "\n" "|")" = "srv:/my export|/mnt/my nfs|" ]'
+rm -f "$tmp/mount.args"
+chmod 000 "$F/proc/self/mounts"; mv "$F/proc/self/mounts" "$F/proc/self/mounts.gone"
+run doctor --skip-bw
+t "doctor: an unreadable mounts file is a finding, not 'ok: 0 NFS mounts checked'" '[ $rc = 1 ] && has "FINDING [nfs] $F/proc/self/mounts: No such file or directory: the NFS mounts were not checked" && ! has "0 NFS mounts checked"'
+run -j doctor --skip-bw
+t "doctor -j: the unreadable mounts file among the findings" 'json_ok && [ "$(jp "len([f for f in d[\"findings\"] if f[\"area\"] == \"nfs\"])")" = 1 ]'
