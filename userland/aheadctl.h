@@ -105,6 +105,7 @@ struct bmc {
 	const char *user;
 	char *password;
 	bool insecure;		/* --insecure: TLS certificate not verified */
+	const char *ca_file;	/* --ca: the CA bundle that verifies the BMC */
 	bool insecure_http;	/* --insecure-http: plain HTTP allowed */
 	bool force;		/* --force: hard reset instead of a graceful one */
 	long timeout;		/* --timeout: seconds for one answer of the BMC */

@@ -67,6 +67,7 @@ static const struct key_rule rules[] = {
 	{ "bios", "bmc", 's', 0, 0, NULL },
 	{ "bios", "user", 's', 0, 0, NULL },
 	{ "bios", "password-file", 's', 0, 0, NULL },
+	{ "bios", "ca-file", 's', 0, 0, NULL },
 	{ "bios", "insecure", 'b', 0, 0, NULL },
 	{ "bios", "insecure-http", 'b', 0, 0, NULL },
 	{ "bios", "system", 's', 0, 0, NULL },
@@ -173,7 +174,8 @@ static int check_value(const struct conf *c, const struct key_rule *r,
 		    c->path, line, val);
 		return -1;
 	}
-	if (!strcmp(r->key, "snapshot") || !strcmp(r->key, "password-file")) {
+	if (!strcmp(r->key, "snapshot") || !strcmp(r->key, "password-file") ||
+	    !strcmp(r->key, "ca-file")) {
 		if (val[0] == '/')
 			return 0;
 		err("%s:%d: %s = %s: expected an absolute path", c->path, line, r->key, val);
@@ -520,6 +522,10 @@ char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet)
 		args[n++] = "--password-file";
 		args[n++] = kv_get(b, "password-file");
 	}
+	if (kv_get(b, "ca-file")) {
+		args[n++] = "--ca";
+		args[n++] = kv_get(b, "ca-file");
+	}
 	if (kv_get(b, "insecure") && bool_of(kv_get(b, "insecure")))
 		args[n++] = "--insecure";
 	if (kv_get(b, "insecure-http") && bool_of(kv_get(b, "insecure-http")))
@@ -539,11 +545,11 @@ char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet)
 /* [bios]'s BMC options as a user types them, each word quoted; "" if none. */
 static char *bios_opts(const struct conf_sec *b)
 {
-	static const char *const keys[] = { "bmc", "user", "password-file", "ca-file", "system", NULL };
+	static const char *const keys[] = { "bmc", "user", "password-file", "ca", "system", NULL };
 	char *o = xstrdup("");
 
 	for (int i = 0; b && keys[i]; i++) {
-		const char *v = kv_get(b, keys[i]);
+		const char *v = kv_get(b, strcmp(keys[i], "ca") ? keys[i] : "ca-file");
 		char *q, *n;
 
 		if (!v)

@@ -186,8 +186,8 @@ static void rf_options(struct rf *rf, long timeout, bool auth)
 	curl_easy_setopt(rf->c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYPEER, b->insecure ? 0L : 1L);
 	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYHOST, b->insecure ? 0L : 2L);
-	if (getenv("AHEADCTL_CA_FILE"))
-		curl_easy_setopt(rf->c, CURLOPT_CAINFO, getenv("AHEADCTL_CA_FILE"));
+	if (b->ca_file)
+		curl_easy_setopt(rf->c, CURLOPT_CAINFO, b->ca_file);
 	if (auth && !rf->token && b->user && b->password) {
 		curl_easy_setopt(rf->c, CURLOPT_USERNAME, b->user);
 		curl_easy_setopt(rf->c, CURLOPT_PASSWORD, b->password);
@@ -208,6 +208,7 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 	struct buf resp = { 0 };
 	char *url = xsprintf("%s%s", rf->base, path_of(path)), *tok = NULL;
 	char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	char ebuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	CURLcode rc;
 
@@ -229,6 +230,7 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 	curl_easy_setopt(rf->c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(rf->c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(rf->c, CURLOPT_WRITEDATA, &resp);
+	curl_easy_setopt(rf->c, CURLOPT_ERRORBUFFER, ebuf);
 	if (data)
 		curl_easy_setopt(rf->c, CURLOPT_POSTFIELDS, data);
 	rc = curl_easy_perform(rf->c);
@@ -243,10 +245,18 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 		err("%s %s: the BMC's answer is larger than %d MiB (a Redfish document is kilobytes): refused",
 		    method, url, RF_ANSWER_MAX >> 20);
 		status = -1;
+	} else if (rc == CURLE_SSL_CACERT_BADFILE) {
+		err("%s %s: the CA file %s could not be loaded (%s)", method, url,
+		    rf->b->ca_file ? rf->b->ca_file : "of the system", *ebuf ? ebuf : curl_easy_strerror(rc));
+		status = -1;
+	} else if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+		err("%s %s: the BMC's certificate did not verify: %s (%s%s; --insecure skips the check)",
+		    method, url, *ebuf ? ebuf : curl_easy_strerror(rc),
+		    rf->b->ca_file ? "checked against " : "give the CA that signed it with --ca FILE or ca-file =",
+		    rf->b->ca_file ? rf->b->ca_file : "");
+		status = -1;
 	} else if (rc != CURLE_OK) {
-		err("%s %s: %s%s", method, url, curl_easy_strerror(rc),
-		    (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) ?
-		    " (the BMC's certificate did not verify; --insecure skips the check)" : "");
+		err("%s %s: %s", method, url, *ebuf ? ebuf : curl_easy_strerror(rc));
 		status = -1;
 	} else {
 		curl_easy_getinfo(rf->c, CURLINFO_RESPONSE_CODE, &status);
