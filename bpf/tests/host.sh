@@ -100,6 +100,18 @@ expect "--top-files over the map's size" 2 "^aheadtrace: invalid --top-files '10
 expect "--top-files does not apply to hist" 2 "^aheadtrace: option '--top-files' does not apply to 'hist'" "$at" hist --top-files 3 --prom "$tmp/m.prom"
 expect "valid prefetch --prom --top-files accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" prefetch --prom "$tmp/m.prom" --top-files 10 5
+# --prom FILE: the file beside it is a new one (mkstemp), so a symlink
+# planted at FILE.tmp is neither followed nor truncated.
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/p.prom.tmp"
+expect "hist --prom past a planted FILE.tmp symlink: argument checks pass" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist --prom "$tmp/p.prom" 5
+if [ "$(cat "$tmp/victim")" = precious ] && [ -L "$tmp/p.prom.tmp" ] && [ -z "$(find "$tmp" -maxdepth 1 -name '.p.prom.*')" ]; then
+	ok "--prom: a symlink at FILE.tmp is not followed, no temporary file left"
+else
+	nok "--prom: a symlink at FILE.tmp is not followed" "victim: $(cat "$tmp/victim" | head -c 100); $(ls -la "$tmp")"
+fi
+rm -f "$tmp/victim" "$tmp/p.prom.tmp"
 # heatmap: one operation, an SVG file that can be written.
 expect "heatmap of two operations" 2 '^aheadtrace: heatmap draws one operation' "$at" heatmap -o read,open
 expect "heatmap --svg in a missing directory" 2 "^aheadtrace: --svg '/nonexistent/h.svg': No such file" "$at" heatmap --svg /nonexistent/h.svg
