@@ -34,6 +34,8 @@ char *read_file(const char *path);
 int read_int(const char *path, long long *val);
 /* Writes buf with one write(2); returns 0 or -errno. */
 int write_file(const char *path, const char *buf);
+/* text into path by a mkstemp file renamed over it; -1, errno, *failed. */
+int write_atomic(const char *path, const char *text, unsigned int mode, char **failed);
 bool parse_u64(const char *s, unsigned long long *v);
 bool parse_size(const char *s, unsigned long long *v);
 char *shell_quote(const char *s);	/* malloc'd */

@@ -907,7 +907,6 @@ static char *policy_text(const struct nic *nic, const char *old)
 static int policy_write(const char *path, const char *text, const char *verb)
 {
 	char *dir = xstrdup(path), *tmp;
-	FILE *f;
 
 	*strrchr(dir, '/') = 0;
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -916,20 +915,14 @@ static int policy_write(const char *path, const char *text, const char *verb)
 		return EXIT_FAILED;
 	}
 	free(dir);
-	tmp = xsprintf("%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fchmod(fileno(f), 0755) || fclose(f)) {
-		err("cannot write %s: %s%s", tmp, strerror(errno),
-		    errno == EACCES ? xsprintf(" (%s needs root)", verb) : "");
-		unlink(tmp);
+	if (write_atomic(path, text, 0755, &tmp)) {
+		int e = errno;
+
+		err("cannot write %s: %s%s", tmp ? tmp : path, strerror(e),
+		    e == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		free(tmp);
 		return EXIT_FAILED;
 	}
-	if (rename(tmp, path)) {
-		err("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		return EXIT_FAILED;
-	}
-	free(tmp);
 	return 0;
 }
 

@@ -679,7 +679,7 @@ static json_t *snap_load(const char *path)
 static int snap_save(const char *path, bool bw, const struct conf *c)
 {
 	json_t *s = snap_take(bw, c);
-	char *tmp = xsprintf("%s.tmp", path);
+	char *tmp = NULL, *text;
 	size_t nn = json_array_size(json_object_get(s, "nics"));
 	size_t nd = json_array_size(json_object_get(s, "disks"));
 	size_t nm = json_array_size(json_object_get(s, "aheadfs"));
@@ -696,12 +696,15 @@ static int snap_save(const char *path, bool bw, const struct conf *c)
 		json_decref(s);
 		return 0;
 	}
-	if (json_dump_file(s, tmp, JSON_INDENT(2)) || rename(tmp, path)) {
-		err("cannot write %s: %s", errno ? path : tmp, strerror(errno));
-		unlink(tmp);
+	text = json_dumps(s, JSON_INDENT(2));
+	if (!text || write_atomic(path, text, 0644, &tmp)) {
+		err("cannot write %s: %s", tmp ? tmp : path, strerror(text ? errno : ENOMEM));
+		free(tmp);
+		free(text);
 		json_decref(s);
 		return EXIT_FAILED;
 	}
+	free(text);
 	if (g.json) {
 		jopen('{');
 		jstr("path", path);

@@ -666,3 +666,41 @@ int check_trusted(const char *path, const char *what)
 	free(real);
 	return rc;
 }
+
+/*
+ * text into path through a new file beside it (mkstemp, so nothing planted
+ * under a fixed name is followed) renamed over path.  0, or -1 with errno
+ * set and *failed (if not NULL) the file that failed, malloc'd.
+ */
+int write_atomic(const char *path, const char *text, unsigned int mode, char **failed)
+{
+	const char *slash = strrchr(path, '/');
+	char *tmp = xsprintf("%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
+			     slash ? slash + 1 : path);
+	size_t len = strlen(text);
+	int fd = mkstemp(tmp), e;
+
+	if (failed)
+		*failed = NULL;
+	if (fd < 0) {
+		e = errno;
+		if (failed)
+			*failed = xstrdup(path);
+		free(tmp);
+		errno = e;
+		return -1;
+	}
+	if (fchmod(fd, mode) || put_all(fd, text, len) || close(fd) || rename(tmp, path)) {
+		e = errno ? errno : EIO;
+		close(fd);
+		unlink(tmp);
+		if (failed)
+			*failed = tmp;
+		else
+			free(tmp);
+		errno = e;
+		return -1;
+	}
+	free(tmp);
+	return 0;
+}

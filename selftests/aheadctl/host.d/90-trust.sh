@@ -91,3 +91,13 @@ printf 'snapshot = %s\n' "$S" | conf
 run doctor --skip-bw
 t "doctor: the configured snapshot's regressions, fixes quoted, no escapes" '[ $rc = 1 ] && has "FINDING [snapshot] aheadfs mount /mnt/ahead" && fix_words_ok && ! grep -q "[$(printf "\033\007")]" <<<"$out$err"'
 rm -f "$tmp/pwned" "$tmp/pwned2" "$tmp/mount.args"
+# ---- trust: files written through mkstemp, not a fixed NAME.tmp ----
+persist_fixture
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/s.json.tmp"
+run snapshot save "$tmp/s.json" --skip-bw
+t "snapshot save: a symlink planted at FILE.tmp is not followed" '[ $rc = 0 ] && [ "$(cat "$tmp/victim")" = precious ] && [ -L "$tmp/s.json.tmp" ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/s.json"'
+ln -s "$tmp/victim" "$F/etc/aheadctl/irqbalance-policy.sh.tmp"
+run irq ban dev eth0
+t "irq ban: a symlink planted at the policy script's .tmp is not followed" '[ $rc = 0 ] && [ "$(cat "$tmp/victim")" = precious ] && grep -q "aheadctl-ban eth0" "$F/etc/aheadctl/irqbalance-policy.sh" && [ -x "$F/etc/aheadctl/irqbalance-policy.sh" ]'
+rm -f "$tmp/victim" "$tmp/s.json.tmp" "$tmp/s.json"
