@@ -36,7 +36,7 @@ int read_int(const char *path, long long *val);
 int write_file(const char *path, const char *buf);
 /* text into path by a mkstemp file renamed over it; -1, errno, *failed. */
 int write_atomic(const char *path, const char *text, unsigned int mode, char **failed);
-bool parse_u64(const char *s, unsigned long long *v);
+bool parse_u64(const char *s, unsigned long long *v);	/* no leading zero */
 bool parse_size(const char *s, unsigned long long *v);
 char *shell_quote(const char *s);	/* malloc'd */
 const char *shq(const char *s);		/* quoted, kept until shq_free() */

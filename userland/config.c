@@ -148,8 +148,9 @@ static int check_value(const struct conf *c, const struct key_rule *r,
 	case 'n':
 		if (parse_u64(val, &v) && v >= r->min && v <= r->max)
 			return 0;
-		err("%s:%d: %s = %s: expected an integer from %llu to %llu", c->path,
-		    line, r->key, val, r->min, r->max);
+		err("%s:%d: %s = %s: expected an integer from %llu to %llu%s", c->path,
+		    line, r->key, val, r->min, r->max,
+		    val[0] == '0' && val[1] ? ", without leading zeros" : "");
 		return -1;
 	case 'e':
 		if (word_in(val, r->words))

@@ -318,8 +318,9 @@ static int fs_set(int argc, char **argv)
 		}
 		if (!tunable_ok(t, val[i])) {
 			if (t->max)
-				err("%s=%s: expected an integer from %llu to %llu",
-				    key[i], val[i], t->min, t->max);
+				err("%s=%s: expected an integer from %llu to %llu%s",
+				    key[i], val[i], t->min, t->max,
+				    val[i][0] == '0' && val[i][1] ? ", without leading zeros" : "");
 			else
 				err("prefetch=%s: expected ahead, legacy, kernel or off",
 				    val[i]);

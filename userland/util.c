@@ -184,11 +184,16 @@ int write_file(const char *path, const char *buf)
 	return (size_t)n == strlen(buf) ? 0 : -EIO;
 }
 
+/*
+ * A decimal number as the kernel prints it: no sign, no blanks, no leading
+ * zero (08192 would be compared as text with the 8192 read back, and is
+ * octal to some readers).
+ */
 bool parse_u64(const char *s, unsigned long long *v)
 {
 	char *end;
 
-	if (!s || !isdigit((unsigned char)*s))
+	if (!s || !isdigit((unsigned char)*s) || (s[0] == '0' && s[1]))
 		return false;
 	errno = 0;
 	*v = strtoull(s, &end, 10);

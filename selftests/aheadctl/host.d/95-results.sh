@@ -16,3 +16,15 @@ run doctor --skip-bw
 t "doctor: an unreadable mounts file is a finding, not 'ok: 0 NFS mounts checked'" '[ $rc = 1 ] && has "FINDING [nfs] $F/proc/self/mounts: No such file or directory: the NFS mounts were not checked" && ! has "0 NFS mounts checked"'
 run -j doctor --skip-bw
 t "doctor -j: the unreadable mounts file among the findings" 'json_ok && [ "$(jp "len([f for f in d[\"findings\"] if f[\"area\"] == \"nfs\"])")" = 1 ]'
+# ---- results: numbers with leading zeros are refused, not compared as text ----
+persist_fixture
+printf '[block vda]\nread_ahead_kb = 08192\n' | conf
+snap lz
+run apply
+t "apply: read_ahead_kb = 08192 refused with its line, nothing written" '[ $rc = 1 ] && haserr "$CONF:2: read_ahead_kb = 08192: expected an integer from 0 to 2147483648, without leading zeros" && same lz'
+run verify
+t "verify: the same line refused, no drift reported for ever" '[ $rc = 1 ] && haserr "without leading zeros" && ! has DRIFT'
+run fs set /mnt/ahead txn_kb=0064
+t "fs set txn_kb=0064: refused, exit 2, nothing written" '[ $rc = 2 ] && haserr "txn_kb=0064: expected an integer from 4 to 1048576, without leading zeros" && same lz'
+run fs set /mnt/ahead txn_kb=64
+t "fs set txn_kb=64: written" '[ $rc = 0 ] && [ "$(cat "$F/sys/fs/aheadfs/0:58/txn_kb")" = 64 ]'
