@@ -1120,11 +1120,11 @@ static void verify_placement(struct drift *d, const struct conf_sec *s, json_t *
 	json_array_foreach(json_object_get(plan, "irqs"), i, e) {
 		json_t *cpu = json_object_get(e, "cpu");
 		const char *old = json_string_value(json_object_get(e, "old"));
-		char want[16];
+		const char *want = json_string_value(json_object_get(e, "cpus"));
 
-		if (!json_is_integer(cpu))
+		if (!json_is_integer(cpu) || !want)
 			continue;	/* managed: the kernel places it */
-		snprintf(want, sizeof(want), "%lld", (long long)json_integer_value(cpu));
+		/* The plan's whole CPU list (a hint may span several CPUs). */
 		if (old && !strcmp(old, want))
 			continue;
 		append(&exp, "IRQ%lld:%s", json_integer_value(json_object_get(e, "irq")),

@@ -377,10 +377,20 @@ static void read_irq_state(struct nic *nic, struct irq *q, const struct names *n
 	q->name = xstrdup(q->n < nm->max && nm->name[q->n] ? nm->name[q->n] : "");
 	q->tail = xstrdup(q->n < nm->max && nm->tail[q->n] ? nm->tail[q->n] : "");
 	classify(nic, q);
-	/* The driver's wish (a hex mask; all zeroes when it has none). */
+	/*
+	 * The driver's wish (a hex mask; all zeroes when it has none).  All
+	 * ones, or every online CPU, says nothing either (mlnx-tools reads it
+	 * so): shown and followed as no hint.
+	 */
 	hint = read_file(h);
-	if (hint && !cpumask_parse(hint, &q->hintc))
+	if (hint && !cpumask_parse(hint, &q->hintc)) {
+		struct cpus on;
+
+		if (!hint[strspn(hint, "fF,")] ||
+		    (!online_cpus(&on) && cpus_count(&on) > 1 && cpus_subset(&on, &q->hintc)))
+			memset(&q->hintc, 0, sizeof(q->hintc));
 		q->hint = cpulist_format(&q->hintc);
+	}
 	free(hint);
 	free(h);
 	q->aff = read_file(p);

@@ -28,3 +28,24 @@ run fs set /mnt/ahead txn_kb=0064
 t "fs set txn_kb=0064: refused, exit 2, nothing written" '[ $rc = 2 ] && haserr "txn_kb=0064: expected an integer from 4 to 1048576, without leading zeros" && same lz'
 run fs set /mnt/ahead txn_kb=64
 t "fs set txn_kb=64: written" '[ $rc = 0 ] && [ "$(cat "$F/sys/fs/aheadfs/0:58/txn_kb")" = 64 ]'
+# ---- results: verify with a driver's hint of several CPUs; an all-ones hint ----
+persist_fixture
+printf '0000000c\n' >"$F/proc/irq/41/affinity_hint"	# CPUs 2-3, the NIC's node
+printf '[nic eth0]\npolicy = local\nirqbalance-ban = no\n' | conf
+run apply
+run verify
+t "verify after apply: a hint of CPUs 2-3 followed is no drift" '[ $rc = 0 ] && [ "$(aff 41)" = 2-3 ] && has "ok [nic eth0] IRQ affinity" && ! has DRIFT'
+echo 0 >"$F/proc/irq/41/smp_affinity_list"
+run verify
+fixline=$(sed -n 's/^  fix: aheadctl //p' <<<"$out")
+t "verify: the hinted IRQ moved away is drift, expected 2-3" '[ $rc = 1 ] && has "DRIFT [nic eth0] IRQ affinity: expected IRQ41:2-3, found IRQ41:0"'
+eval "\"\$A\" $fixline" >/dev/null 2>&1
+run verify
+t "verify: its printed fix clears it" '[ $rc = 0 ] && [ "$(aff 41)" = 2-3 ] && ! has DRIFT'
+fresh
+printf 'ffffffff\n' >"$F/proc/irq/40/affinity_hint"
+printf '0000000f\n' >"$F/proc/irq/41/affinity_hint"	# every online CPU
+run irq show dev eth0
+t "irq show: an all-ones hint and one of every online CPU are no hint" '[ $rc = 0 ] && grep -q "^ *40 .* -  *off-node$" <<<"$out" && grep -q "^ *41 .* -  *ok$" <<<"$out"'
+run irq set dev eth0 policy cpus 0-3
+t "irq set cpus 0-3: a hint of every CPU is not followed, each IRQ on one CPU" '[ $rc = 0 ] && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 1 ] && ! has "affinity_hint"'
