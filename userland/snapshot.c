@@ -852,6 +852,8 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 	if (!c) {
 		char *what = xsprintf("%s cannot be used (the message above says which line)", cp);
 
+		/* A finding, not the doctor's failure: -j keeps its report. */
+		json_error_reset();
 		doctor_finding(d, "config", what, "fix that line, then: aheadctl verify");
 		free(what);
 		free(cp);
@@ -866,6 +868,7 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 		char *q = shell_quote(path);
 		char *fix = xsprintf("aheadctl snapshot save %s (on a node in its known good state)", q);
 
+		json_error_reset();
 		doctor_finding(d, "snapshot", what, fix);
 		free(what);
 		free(fix);

@@ -49,3 +49,14 @@ run irq show dev eth0
 t "irq show: an all-ones hint and one of every online CPU are no hint" '[ $rc = 0 ] && grep -q "^ *40 .* -  *off-node$" <<<"$out" && grep -q "^ *41 .* -  *ok$" <<<"$out"'
 run irq set dev eth0 policy cpus 0-3
 t "irq set cpus 0-3: a hint of every CPU is not followed, each IRQ on one CPU" '[ $rc = 0 ] && [ "$(aff 40)" = 0 ] && [ "$(aff 41)" = 1 ] && ! has "affinity_hint"'
+# ---- results: doctor -j keeps its report when the config or snapshot fails ----
+persist_fixture
+printf 'snapshot = %s/no-such-baseline.json\n' "$tmp" | conf
+run -j doctor --skip-bw
+t "doctor -j, configured snapshot missing: the report, with a snapshot finding" '[ $rc = 1 ] && json_ok && [ "$(jp "\"error\" in d")" = False ] && [ "$(jp "[f[\"area\"] for f in d[\"findings\"]].count(\"snapshot\")")" = 1 ] && [ "$(jp "[f[\"area\"] for f in d[\"findings\"]].count(\"irq\")")" -ge 1 ]'
+printf '[nic eth0]\npolcy = local\n' | conf
+run -j doctor --skip-bw
+t "doctor -j, a bad config line: the report, with a config finding" '[ $rc = 1 ] && json_ok && [ "$(jp "\"error\" in d")" = False ] && [ "$(jp "[f[\"area\"] for f in d[\"findings\"]].count(\"config\")")" = 1 ] && haserr "unknown key '"'"'polcy'"'"'"'
+cp "$here/../../userland/aheadctl.conf.example" "$CONF"
+run doctor --skip-bw
+t "doctor with the example config as shipped: no finding about a missing baseline" '! has "FINDING [snapshot]" && ! haserr "baseline.json"'
