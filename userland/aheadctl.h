@@ -150,6 +150,10 @@ bool vendor_reboots_itself(const char *tool, bool force);
  * keep_fd (or -1) is inherited; output captured into *out if out != NULL.
  */
 int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out);
+/* The same, ended after seconds (0: no limit): RUN_TIMED_OUT then. */
+#define RUN_TIMED_OUT 124
+int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
+		  long seconds);
 
 /* config.c: aheadctl.conf (apply, verify), and running our own verbs */
 int cmd_apply(int argc, char **argv);

@@ -178,7 +178,7 @@ static void rf_options(struct rf *rf, long timeout, bool auth)
 	curl_easy_setopt(rf->c, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(rf->c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)RF_ANSWER_MAX);
 	curl_easy_setopt(rf->c, CURLOPT_TIMEOUT, timeout);
-	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout < 10 ? timeout : 10L);
+	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout);
 	curl_easy_setopt(rf->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(rf->c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(rf->c, CURLOPT_XFERINFOFUNCTION, progress);

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,12 @@ static char **child_env(char *const add[])
  */
 int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 {
+	return run_cmd_limit(argv, envp_add, keep_fd, out, 0);
+}
+
+int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
+		  long seconds)
+{
 	int pfd[2] = { -1, -1 }, status;
 	char **env = child_env(envp_add);
 	pid_t pid;
@@ -441,6 +448,10 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 			dup2(pfd[1], 1);
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);
+		/* The deadline outlives exec: SIGALRM ends the command. */
+		signal(SIGALRM, SIG_DFL);
+		if (seconds > 0)
+			alarm(seconds);
 		execvpe(argv[0], argv, env);
 		fprintf(stderr, "aheadctl: cannot run %s: %s\n", argv[0],
 			strerror(errno));
@@ -467,10 +478,11 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 	}
 	if (waitpid(pid, &status, 0) < 0)
 		return -1;
+	if (seconds > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		return RUN_TIMED_OUT;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* The word as a shell reads it back: quoted only when it needs to be. */
 static bool ctl_byte(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;

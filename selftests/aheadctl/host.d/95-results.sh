@@ -60,3 +60,27 @@ t "doctor -j, a bad config line: the report, with a config finding" '[ $rc = 1 ]
 cp "$here/../../userland/aheadctl.conf.example" "$CONF"
 run doctor --skip-bw
 t "doctor with the example config as shipped: no finding about a missing baseline" '! has "FINDING [snapshot]" && ! haserr "baseline.json"'
+# ---- results: --timeout N is N, for Redfish and for IPMI ----
+# stub NAME MODE: bmc_stub.py on 127.0.0.1, its port in $tmp/NAME.port.
+stub() {
+	rm -f "$tmp/$1.port"
+	python3 "$here/bmc_stub.py" --ready "$tmp/$1.port" "$2" 0 >/dev/null 2>&1 &
+	pids+=($!)
+	for _ in $(seq 600); do [ -s "$tmp/$1.port" ] && break; sleep 0.05; done
+	[ -s "$tmp/$1.port" ]
+}
+ms() { echo $(($(date +%s%N) / 1000000)); }
+if stub deaf deaf && stub mute mute; then
+	export AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret
+	t0=$(ms); run bios show --bmc "http://127.0.0.1:$(cat "$tmp/deaf.port")" --insecure-http --timeout 11; el=$(($(ms) - t0))
+	t "redfish: a BMC that never completes the connection: given up after --timeout 11, not 10" '[ $rc = 1 ] && haserr "did not answer within 11 s" && [ $el -ge 10700 ] && [ $el -lt 14000 ]'
+	if command -v ipmitool >/dev/null; then
+		t0=$(ms); run bios show --via ipmi --bmc "127.0.0.1:$(cat "$tmp/mute.port")" --timeout 2; el=$(($(ms) - t0))
+		t "ipmi: a silent BMC: given up within --timeout 2, said so" '[ $rc = 1 ] && haserr "did not answer within 2 s (--timeout sets the limit)" && [ $el -lt 4000 ]'
+	else
+		skip "ipmi: --timeout" "no ipmitool"
+	fi
+	unset AHEADCTL_BMC_USER AHEADCTL_BMC_PASSWORD
+else
+	fail "bmc_stub.py deaf/mute did not start"
+fi
