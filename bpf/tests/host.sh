@@ -262,5 +262,14 @@ else
 aheadtrace.h: $copy_a"
 fi
 
+# make CFLAGS=-O0 replaces the user's flags only, not what the build needs.
+mkdir -p "$tmp/b0"
+cp -a "$here/Makefile" "$here"/*.c "$here"/*.h "$out" "$tmp/b0/"
+if make -s -C "$tmp/b0" CFLAGS=-O0 aheadtrace >"$tmp/b0.log" 2>&1 && [ -x "$tmp/b0/aheadtrace" ]; then
+	ok "make CFLAGS=-O0 aheadtrace builds"
+else
+	nok "make CFLAGS=-O0 aheadtrace builds" "$(tail -5 "$tmp/b0.log")"
+fi
+
 echo "1..$n"
 [ "$failed" = 0 ]
