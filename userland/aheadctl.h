@@ -99,7 +99,8 @@ int irqbalance_pid(void);
 int numa_run(unsigned long long size, int threads, double seconds);
 /* The verdict of the last numa_run(), malloc'd; ratio -1 if nothing to compare. */
 char *numa_verdict(double *ratio, bool *flagged);
-int numa_nodes(void);
+int numa_nodes(void);		/* in sysfs_root() */
+int numa_host_nodes(void);	/* libnuma's, where numa_run() measures */
 
 /* bios: backends */
 struct bmc {

@@ -145,6 +145,11 @@ static void doctor_bw(struct doctor *d, bool skip)
 		note(d, xsprintf("numa: %d nodes, bandwidth matrix skipped (--skip-bw)", nodes));
 		return;
 	}
+	if (numa_host_nodes() != nodes) {
+		note(d, xsprintf("numa: %d nodes in %s, %d where aheadctl runs: bandwidth matrix not measured",
+				 nodes, sysfs_root(), numa_host_nodes()));
+		return;
+	}
 	if (numa_run(64ULL << 20, 0, 0.2)) {
 		note(d, xsprintf("numa: the bandwidth matrix could not run"));
 		return;

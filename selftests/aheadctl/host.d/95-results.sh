@@ -84,3 +84,10 @@ if stub deaf deaf && stub mute mute; then
 else
 	fail "bmc_stub.py deaf/mute did not start"
 fi
+# ---- results: the doctor counts the nodes of the tree it was given ----
+fresh
+for i in 2 3 4 5 6 7; do mkdir -p "$F/sys/devices/system/node/node$i"; echo $((i * 2))-$((i * 2 + 1)) >"$F/sys/devices/system/node/node$i/cpulist"; done
+run doctor --skip-bw
+t "doctor: an 8-node sysfs tree is 8 nodes (not libnuma's count of this host)" 'has "ok: numa: 8 nodes, bandwidth matrix skipped (--skip-bw)"'
+run doctor
+t "doctor: the bandwidth matrix is not measured on a host that is not the tree" 'has "ok: numa: 8 nodes in $F/sys, " && has "where aheadctl runs: bandwidth matrix not measured"'
