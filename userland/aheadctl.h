@@ -163,6 +163,7 @@ struct conf;
 struct json_t;
 char *conf_default_path(void);
 struct conf *conf_read(const char *path);	/* NULL after a message */
+void conf_free(struct conf *c);
 const char *conf_snapshot(const struct conf *c);
 /* The BMC's snoop mode ([bios] bmc), NULL if none; *expected: snoop-mode. */
 char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet);
@@ -176,5 +177,12 @@ void jvalue(const char *k, const struct json_t *v);	/* re-emits parsed JSON */
 int cmd_snapshot(int argc, char **argv);
 void doctor_snapshot(struct doctor *d, bool skip_bw);
 void doctor_note(struct doctor *d, char *s);
+
+/* Fuzzing entry points (userland/fuzz/): each parser on arbitrary bytes. */
+void fuzz_conf(const char *data, size_t n);
+void fuzz_interrupts(const char *data, size_t n);
+void fuzz_mountinfo(const char *data, size_t n);
+void fuzz_snapshot(const char *data, size_t n);
+void fuzz_redfish_answer(const char *data, size_t n);
 
 #endif

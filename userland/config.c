@@ -325,15 +325,17 @@ static int check_sections(const struct conf *c)
 	return 0;
 }
 
+static struct conf *conf_parse(struct conf *c, char *text);
+
 /* Reads and checks the whole file; NULL after one message (errno ENOENT: missing). */
 struct conf *conf_read(const char *path)
 {
 	struct conf *c = xcalloc(1, sizeof(*c));
 	char *text;
-	int line = 0;
 
 	c->path = xstrdup(path);
 	if (check_trusted(path, "config")) {
+		conf_free(c);
 		errno = EPERM;
 		return NULL;
 	}
@@ -342,9 +344,37 @@ struct conf *conf_read(const char *path)
 		int e = errno;
 
 		err("%s: %s", path, strerror(e));
+		conf_free(c);
 		errno = e;
 		return NULL;
 	}
+	return conf_parse(c, text);
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nsec; i++) {
+		for (int k = 0; k < c->sec[i].nkv; k++) {
+			free(c->sec[i].kv[k].key);
+			free(c->sec[i].kv[k].val);
+		}
+		free(c->sec[i].kv);
+		free(c->sec[i].kind);
+		free(c->sec[i].name);
+	}
+	free(c->sec);
+	free(c->snapshot);
+	free(c->path);
+	free(c);
+}
+
+/* The file's text (consumed, freed) into c; c, or NULL after one message. */
+static struct conf *conf_parse(struct conf *c, char *text)
+{
+	int line = 0;
+
 	for (char *p = text, *nl; p; p = nl) {
 		char *l;
 
@@ -358,16 +388,29 @@ struct conf *conf_read(const char *path)
 			continue;
 		if ((*l == '[' ? parse_section(c, l, line) : parse_kv(c, l, line))) {
 			free(text);
+			conf_free(c);
 			errno = EINVAL;
 			return NULL;
 		}
 	}
 	free(text);
 	if (check_sections(c)) {
+		conf_free(c);
 		errno = EINVAL;
 		return NULL;
 	}
 	return c;
+}
+
+/* Fuzzing (userland/fuzz/): an aheadctl.conf's text. */
+void fuzz_conf(const char *data, size_t n)
+{
+	struct conf *c = xcalloc(1, sizeof(*c));
+	char *text = xcalloc(1, n + 1);
+
+	memcpy(text, data, n);
+	c->path = xstrdup("fuzz.conf");
+	conf_free(conf_parse(c, text));
 }
 
 const char *conf_snapshot(const struct conf *c)

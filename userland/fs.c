@@ -45,17 +45,28 @@ char *mount_unescape(const char *s)
 	return out;
 }
 
+static int mountinfo_parse(char *text, struct mnt **out);
+
 /* Every aheadfs mount from mountinfo; returns the count, -1 if unreadable. */
 static int aheadfs_mounts(struct mnt **out)
 {
 	char *path = xsprintf("%s/self/mountinfo", proc_root());
-	char *text = read_file(path), *line, *save = NULL;
-	int n = 0;
+	char *text = read_file(path);
 
 	free(path);
 	*out = NULL;
 	if (!text)
 		return -1;
+	return mountinfo_parse(text, out);
+}
+
+/* The aheadfs mounts of mountinfo's text (consumed, freed); the count. */
+static int mountinfo_parse(char *text, struct mnt **out)
+{
+	char *line, *save = NULL;
+	int n = 0;
+
+	*out = NULL;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[12] = { 0 }, *s2 = NULL, *tok;
@@ -485,4 +496,20 @@ void doctor_fs(struct doctor *d)
 		free(txn);
 		free(win);
 	}
+}
+
+/* Fuzzing (userland/fuzz/): mountinfo text as read from procfs. */
+void fuzz_mountinfo(const char *data, size_t n)
+{
+	char *text = xcalloc(1, n + 1);
+	struct mnt *m;
+	int k;
+
+	memcpy(text, data, n);
+	k = mountinfo_parse(text, &m);
+	for (int i = 0; i < k; i++) {
+		free(m[i].dir);
+		free(m[i].dev);
+	}
+	free(m);
 }

@@ -230,11 +230,12 @@ static void split_line(char *s, int ncpu, char **tail, char **name)
 	}
 }
 
+static void parse_names(struct names *nm, char *text);
+
 static void load_names(struct names *nm)
 {
 	char *p = xsprintf("%s/interrupts", proc_root());
-	char *text = read_file(p), *save = NULL, *line;
-	int ncpu = 0;
+	char *text = read_file(p);
 
 	free(p);
 	memset(nm, 0, sizeof(*nm));
@@ -242,6 +243,15 @@ static void load_names(struct names *nm)
 		nm->err = errno;
 		return;
 	}
+	parse_names(nm, text);
+}
+
+/* /proc/interrupts' text (consumed, freed) into nm, zeroed before. */
+static void parse_names(struct names *nm, char *text)
+{
+	char *save = NULL, *line;
+	int ncpu = 0;
+
 	line = strtok_r(text, "\n", &save);
 	for (char *s = line; s && (s = strstr(s, "CPU")); s += 3)
 		ncpu++;
@@ -1544,4 +1554,15 @@ void doctor_irq(struct doctor *d)
 	}
 	if (dir)
 		closedir(dir);
+}
+
+/* Fuzzing (userland/fuzz/): /proc/interrupts as read from procfs. */
+void fuzz_interrupts(const char *data, size_t n)
+{
+	char *text = xcalloc(1, n + 1);
+	struct names nm = { 0 };
+
+	memcpy(text, data, n);
+	parse_names(&nm, text);
+	free_names(&nm);
 }

@@ -833,3 +833,49 @@ int redfish_reset(struct bmc *b)
 {
 	return with_session(b, reset_verb, NULL);
 }
+
+/*
+ * Fuzzing (userland/fuzz/): one BMC answer through what reads it offline:
+ * the size cap, a header line, the service root's links, a Systems
+ * collection's members, a ComputerSystem's maker and reset types, a Bios
+ * attribute and its mode, an error body's message.
+ */
+void fuzz_redfish_answer(const char *data, size_t n)
+{
+	struct buf b = { 0 };
+	json_t *o, *members, *allowed;
+	const struct snoop_map *map;
+	char *h, *l;
+
+	collect((char *)data, 1, n, &b);
+	h = header_value(data, n, "X-Auth-Token");
+	free(h);
+	free(b.p);
+	o = json_loadb(data, n, 0, NULL);
+	if (!o)
+		return;
+	(void)rf_message(o);
+	(void)odata_id(json_object_get(o, "Links"), "Sessions");
+	(void)path_of(odata_id(o, "Systems") ? odata_id(o, "Systems") : "/");
+	members = json_object_get(o, "Members");
+	for (size_t i = 0; i < json_array_size(members); i++) {
+		const char *id = odata_id(json_array_get(members, i), NULL);
+
+		if (id) {
+			char *name = member_name(id), *p = member_path("/redfish/v1/Systems", id);
+
+			free(name);
+			free(p);
+		}
+	}
+	map = str_of(o, "Manufacturer") ? snoop_map_for(str_of(o, "Manufacturer")) : NULL;
+	if (map)
+		(void)mode_of(map, str_of(json_object_get(o, "Attributes"), map->attr));
+	allowed = json_object_get(json_object_get(json_object_get(o, "Actions"),
+						  "#ComputerSystem.Reset"),
+				  "ResetType@Redfish.AllowableValues");
+	(void)allows(allowed, "GracefulRestart");
+	l = allowed_list(allowed);
+	free(l);
+	json_decref(o);
+}

@@ -645,6 +645,8 @@ static void snap_diff(struct report *r, json_t *b, json_t *n, const struct conf 
 		diff_mount(r, e, json_object_get(n, "aheadfs"));
 }
 
+static json_t *snap_check(json_t *s, const char *path);
+
 /* Loads a snapshot; NULL after one message naming the file. */
 static json_t *snap_load(const char *path)
 {
@@ -662,6 +664,12 @@ static json_t *snap_load(const char *path)
 		err("%s:%d: not a snapshot: %s", path, je.line, je.text);
 		return NULL;
 	}
+	return snap_check(s, path);
+}
+
+/* s if it is a snapshot this aheadctl reads; else NULL after a message (s freed). */
+static json_t *snap_check(json_t *s, const char *path)
+{
 	if (!json_is_object(s) || strcmp(jstr_of(s, "format"), SNAP_FORMAT)) {
 		err("%s: not an aheadctl snapshot (no \"format\": \"%s\")", path, SNAP_FORMAT);
 		json_decref(s);
@@ -880,4 +888,41 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 	doctor_note(d, xsprintf("snapshot: compared with %s (kernel %s): %d regressions",
 				path, jstr_of(b, "kernel"), r.n));
 	json_decref(b);
+}
+
+static void report_free(struct report *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		free(r->what[i]);
+		free(r->fix[i]);
+	}
+	for (int i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->what);
+	free(r->fix);
+	free(r->notes);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Fuzzing (userland/fuzz/): a snapshot file's bytes, checked as snap_load()
+ * checks them, then diffed against itself and against a node with nothing.
+ */
+void fuzz_snapshot(const char *data, size_t n)
+{
+	json_t *s = json_loadb(data, n, 0, NULL), *none;
+	struct report r = { 0 };
+
+	if (!s || !(s = snap_check(s, "fuzz.json")))
+		return;
+	none = json_pack("{s:s, s:[], s:[], s:[]}", "kernel", "none", "nics", "disks", "aheadfs");
+	snap_diff(&r, s, s, NULL);
+	report_free(&r);
+	snap_diff(&r, s, none, NULL);
+	report_free(&r);
+	snap_diff(&r, none, s, NULL);
+	report_free(&r);
+	shq_free();
+	json_decref(none);
+	json_decref(s);
 }

@@ -6,7 +6,7 @@ set -u
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$here/.." && pwd)
-at=$here/aheadtrace
+at=${AHEADTRACE:-$here/aheadtrace}	# make check-san: the sanitizer build
 out=$here/.output
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
