@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 #include "aheadtrace.h"
 #include "oplog_text.h"
+#include "../userland/jsonstr.h"
 #include "aheadfs.skel.h"
 #include "vfs.skel.h"
 #include "vfsk.skel.h"
@@ -614,22 +615,10 @@ static double elapsed(void)
 	       (now.tv_nsec - t_start.tv_nsec) / 1e9;
 }
 
+/* aheadctl's string writer: UTF-8 as it is, the rest escaped. */
 static void json_str(FILE *f, const char *s, size_t max)
 {
-	size_t i;
-
-	fputc('"', f);
-	for (i = 0; i < max && s[i]; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	jsonstr_write(f, s, max);
 }
 
 /* ---- histograms: hist and vfs ---- */

@@ -158,6 +158,29 @@ else
 	nok "oplog text line: byte for byte printf's" "$(head -9 "$tmp/text.out")"
 fi
 
+# -j strings: aheadtrace's json_str() is aheadctl's writer (jsonstr.h), which
+# keeps UTF-8 as it is and replaces only what is not UTF-8.
+if ! grep -q '^#include "../userland/jsonstr.h"' "$here/aheadtrace.c" ||
+   ! sed -n '/^static void json_str(/,/^}/p' "$here/aheadtrace.c" | grep -q 'jsonstr_write(f, s, max)'; then
+	nok "aheadtrace -j strings go through userland/jsonstr.h"
+elif ! cc -O1 -g -Wall -Wextra -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-o "$tmp/jsonstr" "$here/tests/jsonstr.c" 2>"$tmp/cc"; then
+	nok "jsonstr: builds for the host" "$(cat "$tmp/cc")"
+elif "$tmp/jsonstr" "café-日.dat" "$(printf 'a\033[2Jb\177"\\')" "$(printf 'bad\377\300\257x')" \
+	"comm:kworker/u16:3x-évé" "comm:$(printf 'abcdefghijklmn\303\251')" >"$tmp/jsonstr.out" 2>&1 &&
+	python3 - "$tmp/jsonstr.out" <<'PY'
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+want = ["café-日.dat", "a\x1b[2Jb\x7f\"\\", "bad\ufffd\ufffd\ufffdx",
+        "kworker/u16:3x-\ufffd", "abcdefghijklmné"]
+sys.exit(0 if got == want else print(got) or 1)
+PY
+then
+	ok "aheadtrace -j strings: UTF-8 kept (café-日.dat), controls escaped, bad bytes U+FFFD, comm bounded"
+else
+	nok "aheadtrace -j strings: UTF-8 kept" "$(cat "$tmp/jsonstr.out")"
+fi
+
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
    grep -q -- '--prom FILE' "$tmp/help"; then ok "--help"; else nok "--help" "$(cat "$tmp/help")"; fi
@@ -263,8 +286,9 @@ aheadtrace.h: $copy_a"
 fi
 
 # make CFLAGS=-O0 replaces the user's flags only, not what the build needs.
-mkdir -p "$tmp/b0"
+mkdir -p "$tmp/b0" "$tmp/userland"
 cp -a "$here/Makefile" "$here"/*.c "$here"/*.h "$out" "$tmp/b0/"
+cp "$top/userland/jsonstr.h" "$tmp/userland/"
 if make -s -C "$tmp/b0" CFLAGS=-O0 aheadtrace >"$tmp/b0.log" 2>&1 && [ -x "$tmp/b0/aheadtrace" ]; then
 	ok "make CFLAGS=-O0 aheadtrace builds"
 else
