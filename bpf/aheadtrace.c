@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 #include "aheadtrace.h"
 #include "oplog_text.h"
+#include "../userland/jsonstr.h"
 #include "aheadfs.skel.h"
 #include "vfs.skel.h"
 #include "vfsk.skel.h"
@@ -335,6 +336,35 @@ static const char *opt_name(int opt)
 	return "?";
 }
 
+/*
+ * A new file beside --prom FILE for the next write, renamed over FILE once
+ * complete: mkstemp(3), so a symlink or file planted at a fixed name is
+ * never followed or truncated.  Mode 0644, as node_exporter reads it.
+ * The name (malloc'd) and *fd, or NULL with errno set.
+ */
+static char *prom_tmpfile(int *fd)
+{
+	const char *slash = strrchr(env.prom, '/');
+	char *tmp;
+
+	if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - env.prom + 1) : 0,
+		     env.prom, slash ? slash + 1 : env.prom) < 0)
+		return NULL;
+	*fd = mkstemp(tmp);
+	if (*fd < 0 || fchmod(*fd, 0644)) {
+		int e = errno;
+
+		if (*fd >= 0) {
+			close(*fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		errno = e;
+		return NULL;
+	}
+	return tmp;
+}
+
 static void parse_args(int argc, char **argv)
 {
 	static const char *const verbs[] = {
@@ -507,15 +537,14 @@ static void parse_args(int argc, char **argv)
 			unlink(env.svg);
 	}
 	if (env.prom) {
-		char tmp[PATH_MAX];
-		FILE *f;
+		int fd;
+		char *tmp = prom_tmpfile(&fd);
 
-		snprintf(tmp, sizeof(tmp), "%s.tmp", env.prom);
-		f = fopen(tmp, "w");
-		if (!f)
+		if (!tmp)
 			die_usage("--prom '%s': %s", env.prom, strerror(errno));
-		fclose(f);
+		close(fd);
 		unlink(tmp);
+		free(tmp);
 	}
 }
 
@@ -586,22 +615,10 @@ static double elapsed(void)
 	       (now.tv_nsec - t_start.tv_nsec) / 1e9;
 }
 
+/* aheadctl's string writer: UTF-8 as it is, the rest escaped. */
 static void json_str(FILE *f, const char *s, size_t max)
 {
-	size_t i;
-
-	fputc('"', f);
-	for (i = 0; i < max && s[i]; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	jsonstr_write(f, s, max);
 }
 
 /* ---- histograms: hist and vfs ---- */
@@ -1133,15 +1150,21 @@ static void prom_write_files(FILE *f)
 
 static void prom_write(void)
 {
-	char tmp[PATH_MAX];
+	char *tmp;
 	FILE *f;
+	int fd;
 
 	if (!env.prom)
 		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", env.prom);
-	f = fopen(tmp, "w");
+	tmp = prom_tmpfile(&fd);
+	f = tmp ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		fprintf(stderr, "aheadtrace: %s: %s\n", tmp, strerror(errno));
+		fprintf(stderr, "aheadtrace: --prom %s: %s\n", env.prom, strerror(errno));
+		if (tmp) {
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+		}
 		return;
 	}
 	if (env.verb == V_PREFETCH)
@@ -1149,8 +1172,11 @@ static void prom_write(void)
 	else
 		prom_write_hists(f, env.verb == V_VFS);
 	/* node_exporter must never see a half-written file. */
-	if (fclose(f) || rename(tmp, env.prom))
+	if (fclose(f) || rename(tmp, env.prom)) {
 		fprintf(stderr, "aheadtrace: %s: %s\n", env.prom, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
 }
 
 /* ---- the operation log ---- */

@@ -34,9 +34,17 @@ char *read_file(const char *path);
 int read_int(const char *path, long long *val);
 /* Writes buf with one write(2); returns 0 or -errno. */
 int write_file(const char *path, const char *buf);
-bool parse_u64(const char *s, unsigned long long *v);
+/* text into path by a mkstemp file renamed over it; -1, errno, *failed. */
+int write_atomic(const char *path, const char *text, unsigned int mode, char **failed);
+bool parse_u64(const char *s, unsigned long long *v);	/* no leading zero */
 bool parse_size(const char *s, unsigned long long *v);
 char *shell_quote(const char *s);	/* malloc'd */
+const char *shq(const char *s);		/* quoted, kept until shq_free() */
+void shq_free(void);
+/* stdout and stderr write control characters as \u00XX (main() calls it). */
+void guard_stdio(void);
+/* Owned by root or us, writable by no one else, nor its directories. */
+int check_trusted(const char *path, const char *what);
 
 /* A CPU set as a plain bool array, independent of the libc cpu_set_t size. */
 struct cpus {
@@ -82,6 +90,8 @@ void doctor_finding(struct doctor *d, const char *area, const char *what,
 		    const char *fix);
 void doctor_irq(struct doctor *d);
 void doctor_fs(struct doctor *d);
+/* fs.c: a mounts/mountinfo field with its \ooo escapes undone, malloc'd. */
+char *mount_unescape(const char *s);
 /* numa.c: the bandwidth matrix; remote/local below this is flagged */
 #define BW_RATIO_THRESHOLD 0.25
 int irqbalance_pid(void);
@@ -89,7 +99,8 @@ int irqbalance_pid(void);
 int numa_run(unsigned long long size, int threads, double seconds);
 /* The verdict of the last numa_run(), malloc'd; ratio -1 if nothing to compare. */
 char *numa_verdict(double *ratio, bool *flagged);
-int numa_nodes(void);
+int numa_nodes(void);		/* in sysfs_root() */
+int numa_host_nodes(void);	/* libnuma's, where numa_run() measures */
 
 /* bios: backends */
 struct bmc {
@@ -97,6 +108,7 @@ struct bmc {
 	const char *user;
 	char *password;
 	bool insecure;		/* --insecure: TLS certificate not verified */
+	const char *ca_file;	/* --ca: the CA bundle that verifies the BMC */
 	bool insecure_http;	/* --insecure-http: plain HTTP allowed */
 	bool force;		/* --force: hard reset instead of a graceful one */
 	long timeout;		/* --timeout: seconds for one answer of the BMC */
@@ -139,6 +151,10 @@ bool vendor_reboots_itself(const char *tool, bool force);
  * keep_fd (or -1) is inherited; output captured into *out if out != NULL.
  */
 int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out);
+/* The same, ended after seconds (0: no limit): RUN_TIMED_OUT then. */
+#define RUN_TIMED_OUT 124
+int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
+		  long seconds);
 
 /* config.c: aheadctl.conf (apply, verify), and running our own verbs */
 int cmd_apply(int argc, char **argv);
@@ -147,6 +163,7 @@ struct conf;
 struct json_t;
 char *conf_default_path(void);
 struct conf *conf_read(const char *path);	/* NULL after a message */
+void conf_free(struct conf *c);
 const char *conf_snapshot(const struct conf *c);
 /* The BMC's snoop mode ([bios] bmc), NULL if none; *expected: snoop-mode. */
 char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet);
@@ -160,5 +177,12 @@ void jvalue(const char *k, const struct json_t *v);	/* re-emits parsed JSON */
 int cmd_snapshot(int argc, char **argv);
 void doctor_snapshot(struct doctor *d, bool skip_bw);
 void doctor_note(struct doctor *d, char *s);
+
+/* Fuzzing entry points (userland/fuzz/): each parser on arbitrary bytes. */
+void fuzz_conf(const char *data, size_t n);
+void fuzz_interrupts(const char *data, size_t n);
+void fuzz_mountinfo(const char *data, size_t n);
+void fuzz_snapshot(const char *data, size_t n);
+void fuzz_redfish_answer(const char *data, size_t n);
 
 #endif

@@ -84,7 +84,11 @@ int bmc_password(struct bmc *b, const char *file)
 
 	if (file) {
 		struct stat st;
-		int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd;
+
+		if (check_trusted(file, "password file"))
+			return -1;
+		fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 		if (fd < 0 || fstat(fd, &st)) {
 			err("cannot open password file %s: %s", file, strerror(errno));
@@ -201,6 +205,7 @@ static int parse_opts(int argc, char **argv, int i, struct bios_args *a, struct 
 		} else if (!v || v[0] == '-') {
 			if (!strcmp(o, "--via") || !strcmp(o, "--bmc") || !strcmp(o, "--user") ||
 			    !strcmp(o, "--password-file") || !strcmp(o, "--system") ||
+			    !strcmp(o, "--ca") ||
 			    !strcmp(o, "--timeout") || !strcmp(o, "--wait"))
 				err("%s needs a value", o);
 			else
@@ -216,6 +221,8 @@ static int parse_opts(int argc, char **argv, int i, struct bios_args *a, struct 
 			a->pwfile = v;
 		} else if (!strcmp(o, "--system")) {
 			b->system = v;
+		} else if (!strcmp(o, "--ca")) {
+			b->ca_file = v;
 		} else if (!strcmp(o, "--timeout") || !strcmp(o, "--wait")) {
 			if (!parse_secs(v, !strcmp(o, "--wait") ? &b->wait : &b->timeout)) {
 				err("%s '%s': expected seconds, 1 to 86400", o, v);
@@ -319,6 +326,16 @@ static int check_target(struct bios_args *a, struct bmc *b)
 		rc = check_url(b, src, !strcmp(a->via, "redfish"));
 		if (rc)
 			return rc;
+	}
+	if (!b->ca_file && getenv("AHEADCTL_CA_FILE") && *getenv("AHEADCTL_CA_FILE"))
+		b->ca_file = getenv("AHEADCTL_CA_FILE");
+	if (b->ca_file && strcmp(a->via, "redfish")) {
+		err("--ca is for Redfish over https:// (--via %s does not use TLS)", a->via);
+		return EXIT_USAGE;
+	}
+	if (b->ca_file && access(b->ca_file, R_OK)) {
+		err("CA file %s: %s", b->ca_file, strerror(errno));
+		return EXIT_FAILED;
 	}
 	return 0;
 }

@@ -67,6 +67,7 @@ static const struct key_rule rules[] = {
 	{ "bios", "bmc", 's', 0, 0, NULL },
 	{ "bios", "user", 's', 0, 0, NULL },
 	{ "bios", "password-file", 's', 0, 0, NULL },
+	{ "bios", "ca-file", 's', 0, 0, NULL },
 	{ "bios", "insecure", 'b', 0, 0, NULL },
 	{ "bios", "insecure-http", 'b', 0, 0, NULL },
 	{ "bios", "system", 's', 0, 0, NULL },
@@ -147,8 +148,9 @@ static int check_value(const struct conf *c, const struct key_rule *r,
 	case 'n':
 		if (parse_u64(val, &v) && v >= r->min && v <= r->max)
 			return 0;
-		err("%s:%d: %s = %s: expected an integer from %llu to %llu", c->path,
-		    line, r->key, val, r->min, r->max);
+		err("%s:%d: %s = %s: expected an integer from %llu to %llu%s", c->path,
+		    line, r->key, val, r->min, r->max,
+		    val[0] == '0' && val[1] ? ", without leading zeros" : "");
 		return -1;
 	case 'e':
 		if (word_in(val, r->words))
@@ -173,7 +175,8 @@ static int check_value(const struct conf *c, const struct key_rule *r,
 		    c->path, line, val);
 		return -1;
 	}
-	if (!strcmp(r->key, "snapshot") || !strcmp(r->key, "password-file")) {
+	if (!strcmp(r->key, "snapshot") || !strcmp(r->key, "password-file") ||
+	    !strcmp(r->key, "ca-file")) {
 		if (val[0] == '/')
 			return 0;
 		err("%s:%d: %s = %s: expected an absolute path", c->path, line, r->key, val);
@@ -322,21 +325,56 @@ static int check_sections(const struct conf *c)
 	return 0;
 }
 
+static struct conf *conf_parse(struct conf *c, char *text);
+
 /* Reads and checks the whole file; NULL after one message (errno ENOENT: missing). */
 struct conf *conf_read(const char *path)
 {
 	struct conf *c = xcalloc(1, sizeof(*c));
-	char *text = read_file(path);
-	int line = 0;
+	char *text;
 
 	c->path = xstrdup(path);
+	if (check_trusted(path, "config")) {
+		conf_free(c);
+		errno = EPERM;
+		return NULL;
+	}
+	text = read_file(path);
 	if (!text) {
 		int e = errno;
 
 		err("%s: %s", path, strerror(e));
+		conf_free(c);
 		errno = e;
 		return NULL;
 	}
+	return conf_parse(c, text);
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nsec; i++) {
+		for (int k = 0; k < c->sec[i].nkv; k++) {
+			free(c->sec[i].kv[k].key);
+			free(c->sec[i].kv[k].val);
+		}
+		free(c->sec[i].kv);
+		free(c->sec[i].kind);
+		free(c->sec[i].name);
+	}
+	free(c->sec);
+	free(c->snapshot);
+	free(c->path);
+	free(c);
+}
+
+/* The file's text (consumed, freed) into c; c, or NULL after one message. */
+static struct conf *conf_parse(struct conf *c, char *text)
+{
+	int line = 0;
+
 	for (char *p = text, *nl; p; p = nl) {
 		char *l;
 
@@ -350,16 +388,29 @@ struct conf *conf_read(const char *path)
 			continue;
 		if ((*l == '[' ? parse_section(c, l, line) : parse_kv(c, l, line))) {
 			free(text);
+			conf_free(c);
 			errno = EINVAL;
 			return NULL;
 		}
 	}
 	free(text);
 	if (check_sections(c)) {
+		conf_free(c);
 		errno = EINVAL;
 		return NULL;
 	}
 	return c;
+}
+
+/* Fuzzing (userland/fuzz/): an aheadctl.conf's text. */
+void fuzz_conf(const char *data, size_t n)
+{
+	struct conf *c = xcalloc(1, sizeof(*c));
+	char *text = xcalloc(1, n + 1);
+
+	memcpy(text, data, n);
+	c->path = xstrdup("fuzz.conf");
+	conf_free(conf_parse(c, text));
 }
 
 const char *conf_snapshot(const struct conf *c)
@@ -515,6 +566,10 @@ char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet)
 		args[n++] = "--password-file";
 		args[n++] = kv_get(b, "password-file");
 	}
+	if (kv_get(b, "ca-file")) {
+		args[n++] = "--ca";
+		args[n++] = kv_get(b, "ca-file");
+	}
 	if (kv_get(b, "insecure") && bool_of(kv_get(b, "insecure")))
 		args[n++] = "--insecure";
 	if (kv_get(b, "insecure-http") && bool_of(kv_get(b, "insecure-http")))
@@ -531,14 +586,45 @@ char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet)
 	return mode;
 }
 
+/* [bios]'s BMC options as a user types them, each word quoted; "" if none. */
+static char *bios_opts(const struct conf_sec *b)
+{
+	static const char *const keys[] = { "bmc", "user", "password-file", "ca", "system", NULL };
+	char *o = xstrdup("");
+
+	for (int i = 0; b && keys[i]; i++) {
+		const char *v = kv_get(b, strcmp(keys[i], "ca") ? keys[i] : "ca-file");
+		char *q, *n;
+
+		if (!v)
+			continue;
+		q = shell_quote(v);
+		n = xsprintf("%s --%s %s", o, keys[i], q);
+		free(q);
+		free(o);
+		o = n;
+	}
+	for (int i = 0; b && i < 2; i++) {
+		const char *k = i ? "insecure-http" : "insecure";
+		char *n;
+
+		if (!kv_get(b, k) || !bool_of(kv_get(b, k)))
+			continue;
+		n = xsprintf("%s --%s", o, k);
+		free(o);
+		o = n;
+	}
+	return o;
+}
+
 char *conf_bios_fix(const struct conf *c, const char *mode)
 {
 	const struct conf_sec *b = conf_bios(c);
-	const char *bmc = b ? kv_get(b, "bmc") : NULL;
-	char *q = bmc ? shell_quote(bmc) : xstrdup("URL");
-	char *fix = xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc %s (a BIOS change needs a reboot: plan it)",
-			     mode, q);
+	char *o = bios_opts(b), *q = shell_quote(mode);
+	char *fix = xsprintf("aheadctl --yes bios set snoop-mode %s --reboot%s%s (a BIOS change needs a reboot: plan it)",
+			     q, b && kv_get(b, "bmc") ? "" : " --bmc URL", o);
 
+	free(o);
 	free(q);
 	return fix;
 }
@@ -1077,11 +1163,11 @@ static void verify_placement(struct drift *d, const struct conf_sec *s, json_t *
 	json_array_foreach(json_object_get(plan, "irqs"), i, e) {
 		json_t *cpu = json_object_get(e, "cpu");
 		const char *old = json_string_value(json_object_get(e, "old"));
-		char want[16];
+		const char *want = json_string_value(json_object_get(e, "cpus"));
 
-		if (!json_is_integer(cpu))
+		if (!json_is_integer(cpu) || !want)
 			continue;	/* managed: the kernel places it */
-		snprintf(want, sizeof(want), "%lld", (long long)json_integer_value(cpu));
+		/* The plan's whole CPU list (a hint may span several CPUs). */
 		if (old && !strcmp(old, want))
 			continue;
 		append(&exp, "IRQ%lld:%s", json_integer_value(json_object_get(e, "irq")),
@@ -1257,7 +1343,10 @@ static void verify_bios(struct drift *d, const struct conf *c, const struct conf
 		if (!g.json)
 			printf("not checked [bios] snoop-mode %s: no bmc in [bios]\n", want);
 	} else if (!mode) {
-		char *fix = xsprintf("aheadctl bios show --bmc %s", kv_get(s, "bmc"));
+		char *o = bios_opts(s);
+		char *fix = xsprintf("aheadctl bios show%s", o);
+
+		free(o);
 
 		drift(d, s, "snoop-mode", want, "unknown (the BMC did not answer)", fix);
 		free(fix);

@@ -1,4 +1,5 @@
 /* doctor.c: one report of what can be read without a BMC, each finding with its fix. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,16 +82,27 @@ static void doctor_nfs(struct doctor *d)
 	char *text = read_file(p), *save = NULL;
 	int nfs = 0;
 
+	if (!text) {
+		char *w = xsprintf("%s: %s: the NFS mounts were not checked", p, strerror(errno));
+
+		doctor_finding(d, "nfs", w,
+			       "none from aheadctl: make the file readable (is procfs mounted?) and run the doctor again");
+		free(w);
+		free(p);
+		return;
+	}
 	free(p);
-	for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l;
+	for (char *l = strtok_r(text, "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
-		char src[4096], mnt[4096], type[64], opts[4096];
+		char esrc[4096], emnt[4096], type[64], opts[4096], *src, *mnt;
 		bool noac, ac0;
 
-		if (sscanf(l, "%4095s %4095s %63s %4095s", src, mnt, type, opts) != 4 ||
+		if (sscanf(l, "%4095s %4095s %63s %4095s", esrc, emnt, type, opts) != 4 ||
 		    strncmp(type, "nfs", 3) || (type[3] && strcmp(type, "nfs4")))
 			continue;
 		nfs++;
+		src = mount_unescape(esrc);
+		mnt = mount_unescape(emnt);
 		noac = has_opt(opts, "noac");
 		ac0 = has_opt(opts, "actimeo=0") ||
 			(has_opt(opts, "acregmax=0") && has_opt(opts, "acdirmax=0"));
@@ -98,10 +110,12 @@ static void doctor_nfs(struct doctor *d)
 			char *what = xsprintf("%s (%s): %s: every stat is a round trip to the server (26,000 files at a few ms each is minutes)",
 					      mnt, src, noac ? "noac" : "actimeo=0");
 			char *o = fixed_opts(opts, noac);
+			char *o3 = xsprintf("%s%sactimeo=3", o, *o ? "," : "");
 			char *qm = shell_quote(mnt), *qs = shell_quote(src);
-			char *fix = xsprintf("umount %s && mount -t %s -o %s%sactimeo=3 %s %s (or stack aheadfs with -o attr_timeout_ms=1000)",
-					     qm, type, o, *o ? "," : "", qs, qm);
+			char *fix = xsprintf("umount %s && mount -t %s -o %s %s %s (or stack aheadfs with -o attr_timeout_ms=1000)",
+					     qm, shq(type), shq(o3), qs, qm);
 
+			free(o3);
 			free(qm);
 			free(qs);
 			doctor_finding(d, "nfs", what, fix);
@@ -109,6 +123,8 @@ static void doctor_nfs(struct doctor *d)
 			free(fix);
 			free(o);
 		}
+		free(src);
+		free(mnt);
 	}
 	note(d, xsprintf("nfs: %d NFS mounts checked", nfs));
 	free(text);
@@ -127,6 +143,11 @@ static void doctor_bw(struct doctor *d, bool skip)
 	}
 	if (skip) {
 		note(d, xsprintf("numa: %d nodes, bandwidth matrix skipped (--skip-bw)", nodes));
+		return;
+	}
+	if (numa_host_nodes() != nodes) {
+		note(d, xsprintf("numa: %d nodes in %s, %d where aheadctl runs: bandwidth matrix not measured",
+				 nodes, sysfs_root(), numa_host_nodes()));
 		return;
 	}
 	if (numa_run(64ULL << 20, 0, 0.2)) {

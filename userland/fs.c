@@ -28,7 +28,7 @@ static const struct tunable {
 static const char *const prefetch_modes[] = { "ahead", "legacy", "kernel", "off" };
 
 /* /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s)
+char *mount_unescape(const char *s)
 {
 	char *out = xstrdup(s), *o = out;
 
@@ -45,17 +45,28 @@ static char *unescape(const char *s)
 	return out;
 }
 
+static int mountinfo_parse(char *text, struct mnt **out);
+
 /* Every aheadfs mount from mountinfo; returns the count, -1 if unreadable. */
 static int aheadfs_mounts(struct mnt **out)
 {
 	char *path = xsprintf("%s/self/mountinfo", proc_root());
-	char *text = read_file(path), *line, *save = NULL;
-	int n = 0;
+	char *text = read_file(path);
 
 	free(path);
 	*out = NULL;
 	if (!text)
 		return -1;
+	return mountinfo_parse(text, out);
+}
+
+/* The aheadfs mounts of mountinfo's text (consumed, freed); the count. */
+static int mountinfo_parse(char *text, struct mnt **out)
+{
+	char *line, *save = NULL;
+	int n = 0;
+
+	*out = NULL;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[12] = { 0 }, *s2 = NULL, *tok;
@@ -73,7 +84,7 @@ static int aheadfs_mounts(struct mnt **out)
 		*out = realloc(*out, (n + 1) * sizeof(**out));
 		if (!*out)
 			exit(EXIT_FAILED);
-		(*out)[n].dir = unescape(f[4]);
+		(*out)[n].dir = mount_unescape(f[4]);
 		(*out)[n].dev = xstrdup(f[2]);
 		n++;
 	}
@@ -318,8 +329,9 @@ static int fs_set(int argc, char **argv)
 		}
 		if (!tunable_ok(t, val[i])) {
 			if (t->max)
-				err("%s=%s: expected an integer from %llu to %llu",
-				    key[i], val[i], t->min, t->max);
+				err("%s=%s: expected an integer from %llu to %llu%s",
+				    key[i], val[i], t->min, t->max,
+				    val[i][0] == '0' && val[i][1] ? ", without leading zeros" : "");
 			else
 				err("prefetch=%s: expected ahead, legacy, kernel or off",
 				    val[i]);
@@ -484,4 +496,20 @@ void doctor_fs(struct doctor *d)
 		free(txn);
 		free(win);
 	}
+}
+
+/* Fuzzing (userland/fuzz/): mountinfo text as read from procfs. */
+void fuzz_mountinfo(const char *data, size_t n)
+{
+	char *text = xcalloc(1, n + 1);
+	struct mnt *m;
+	int k;
+
+	memcpy(text, data, n);
+	k = mountinfo_parse(text, &m);
+	for (int i = 0; i < k; i++) {
+		free(m[i].dir);
+		free(m[i].dev);
+	}
+	free(m);
 }

@@ -81,7 +81,7 @@ static bool file_safe(const char *pw)
  */
 static int ipmitool(const struct bmc *b, const char *const *cmd, char **out)
 {
-	char *host, *port, *argv[32], *env[2] = { NULL, NULL }, *fdpath = NULL;
+	char *host, *port, *argv[32], *env[2] = { NULL, NULL }, *fdpath = NULL, nsec[24];
 	const char *cipher = getenv("AHEADCTL_IPMI_CIPHER");
 	int n = 0, rc, pfd[2] = { -1, -1 };
 	bool via_file = file_safe(b->password);
@@ -129,8 +129,10 @@ static int ipmitool(const struct bmc *b, const char *const *cmd, char **out)
 	} else {
 		argv[n++] = "-E";
 	}
+	/* ipmitool's own retries fit in --timeout; the deadline below ends it. */
+	snprintf(nsec, sizeof(nsec), "%ld", b->timeout < 3 ? b->timeout : 3L);
 	argv[n++] = "-N";
-	argv[n++] = "3";
+	argv[n++] = nsec;
 	argv[n++] = "-R";
 	argv[n++] = "2";
 	for (int i = 0; cmd[i] && n < 31; i++)
@@ -153,9 +155,12 @@ static int ipmitool(const struct bmc *b, const char *const *cmd, char **out)
 	}
 	if (!via_file)
 		env[0] = xsprintf("IPMI_PASSWORD=%s", b->password);
-	rc = run_cmd(argv, env, pfd[0], out);
+	rc = run_cmd_limit(argv, env, pfd[0], out, b->timeout);
 	free(env[0]);
-	if (rc == 127)
+	if (rc == RUN_TIMED_OUT)
+		err("ipmitool %s %s: the BMC at %s did not answer within %ld s (--timeout sets the limit)",
+		    cmd[0], cmd[1] ? cmd[1] : "", host, b->timeout);
+	else if (rc == 127)
 		err("ipmitool is not installed (Debian package ipmitool)");
 	else if (rc)
 		err("ipmitool %s %s failed (exit %d) talking to %s", cmd[0],

@@ -230,11 +230,12 @@ static void split_line(char *s, int ncpu, char **tail, char **name)
 	}
 }
 
+static void parse_names(struct names *nm, char *text);
+
 static void load_names(struct names *nm)
 {
 	char *p = xsprintf("%s/interrupts", proc_root());
-	char *text = read_file(p), *save = NULL, *line;
-	int ncpu = 0;
+	char *text = read_file(p);
 
 	free(p);
 	memset(nm, 0, sizeof(*nm));
@@ -242,6 +243,15 @@ static void load_names(struct names *nm)
 		nm->err = errno;
 		return;
 	}
+	parse_names(nm, text);
+}
+
+/* /proc/interrupts' text (consumed, freed) into nm, zeroed before. */
+static void parse_names(struct names *nm, char *text)
+{
+	char *save = NULL, *line;
+	int ncpu = 0;
+
 	line = strtok_r(text, "\n", &save);
 	for (char *s = line; s && (s = strstr(s, "CPU")); s += 3)
 		ncpu++;
@@ -377,10 +387,20 @@ static void read_irq_state(struct nic *nic, struct irq *q, const struct names *n
 	q->name = xstrdup(q->n < nm->max && nm->name[q->n] ? nm->name[q->n] : "");
 	q->tail = xstrdup(q->n < nm->max && nm->tail[q->n] ? nm->tail[q->n] : "");
 	classify(nic, q);
-	/* The driver's wish (a hex mask; all zeroes when it has none). */
+	/*
+	 * The driver's wish (a hex mask; all zeroes when it has none).  All
+	 * ones, or every online CPU, says nothing either (mlnx-tools reads it
+	 * so): shown and followed as no hint.
+	 */
 	hint = read_file(h);
-	if (hint && !cpumask_parse(hint, &q->hintc))
+	if (hint && !cpumask_parse(hint, &q->hintc)) {
+		struct cpus on;
+
+		if (!hint[strspn(hint, "fF,")] ||
+		    (!online_cpus(&on) && cpus_count(&on) > 1 && cpus_subset(&on, &q->hintc)))
+			memset(&q->hintc, 0, sizeof(q->hintc));
 		q->hint = cpulist_format(&q->hintc);
+	}
 	free(hint);
 	free(h);
 	q->aff = read_file(p);
@@ -907,7 +927,6 @@ static char *policy_text(const struct nic *nic, const char *old)
 static int policy_write(const char *path, const char *text, const char *verb)
 {
 	char *dir = xstrdup(path), *tmp;
-	FILE *f;
 
 	*strrchr(dir, '/') = 0;
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -916,20 +935,14 @@ static int policy_write(const char *path, const char *text, const char *verb)
 		return EXIT_FAILED;
 	}
 	free(dir);
-	tmp = xsprintf("%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fchmod(fileno(f), 0755) || fclose(f)) {
-		err("cannot write %s: %s%s", tmp, strerror(errno),
-		    errno == EACCES ? xsprintf(" (%s needs root)", verb) : "");
-		unlink(tmp);
+	if (write_atomic(path, text, 0755, &tmp)) {
+		int e = errno;
+
+		err("cannot write %s: %s%s", tmp ? tmp : path, strerror(e),
+		    e == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		free(tmp);
 		return EXIT_FAILED;
 	}
-	if (rename(tmp, path)) {
-		err("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		return EXIT_FAILED;
-	}
-	free(tmp);
 	return 0;
 }
 
@@ -1477,7 +1490,7 @@ static void doctor_nic(struct doctor *d, struct nic *nic)
 		char *l = cpulist_format(&nic->local);
 		char *what = xsprintf("%s: %d IRQs (%s) run off the NIC's node %d (CPUs %s)",
 				      nic->dev, noff, offs, nic->use_node, l);
-		char *fix = xsprintf("aheadctl irq set dev %s policy local", nic->dev);
+		char *fix = xsprintf("aheadctl irq set dev %s policy local", shq(nic->dev));
 
 		doctor_finding(d, "irq", what, fix);
 		free(what);
@@ -1488,7 +1501,7 @@ static void doctor_nic(struct doctor *d, struct nic *nic)
 	if (nic->irqbalance && unbanned(nic)) {
 		char *what = xsprintf("%s: irqbalance (pid %d) owns %d of its IRQs and will undo a placement",
 				      nic->dev, nic->irqbalance, unbanned(nic));
-		char *fix = xsprintf("aheadctl irq ban dev %s", nic->dev);
+		char *fix = xsprintf("aheadctl irq ban dev %s", shq(nic->dev));
 
 		doctor_finding(d, "irq", what, fix);
 		free(what);
@@ -1541,4 +1554,15 @@ void doctor_irq(struct doctor *d)
 	}
 	if (dir)
 		closedir(dir);
+}
+
+/* Fuzzing (userland/fuzz/): /proc/interrupts as read from procfs. */
+void fuzz_interrupts(const char *data, size_t n)
+{
+	char *text = xcalloc(1, n + 1);
+	struct names nm = { 0 };
+
+	memcpy(text, data, n);
+	parse_names(&nm, text);
+	free_names(&nm);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "aheadctl.h"
+#include "jsonstr.h"
 
 /*
  * The document is built in memory and written when aheadctl exits
@@ -50,81 +51,10 @@ static void sep(void)
 	first[depth] = false;
 }
 
-/*
- * Length of the valid UTF-8 sequence at p (1-4), or 0 when the bytes at p
- * are not one.  *bad gets how many bytes form the longest prefix that could
- * have started a valid sequence (at least 1): that prefix becomes one
- * U+FFFD, Unicode's "maximal subpart" practice, as Python's
- * decode('utf-8', 'replace') and WHATWG decoders do.
- */
-static int utf8_len(const unsigned char *p, int *bad)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	int n;
-
-	*bad = 1;
-	if (*p < 0x80)
-		return 1;
-	if (*p >= 0xc2 && *p <= 0xdf)
-		n = 2;
-	else if (*p >= 0xe0 && *p <= 0xef)
-		n = 3;
-	else if (*p >= 0xf0 && *p <= 0xf4)
-		n = 4;
-	else
-		return 0;	/* a continuation byte, C0/C1 (overlong), F5-FF */
-	/* The second byte's range excludes overlongs, surrogates, > U+10FFFF. */
-	if (*p == 0xe0)
-		lo = 0xa0;
-	else if (*p == 0xed)
-		hi = 0x9f;
-	else if (*p == 0xf0)
-		lo = 0x90;
-	else if (*p == 0xf4)
-		hi = 0x8f;
-	for (int i = 1; i < n; i++) {
-		if (p[i] < lo || p[i] > hi) {
-			*bad = i;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return n;
-}
-
 /* A JSON string: control characters escaped, invalid UTF-8 as \ufffd. */
 static void str(const char *s)
 {
-	FILE *f = jf();
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	while (*p) {
-		int n, bad;
-
-		switch (*p) {
-		case '"': fputs("\\\"", f); p++; continue;
-		case '\\': fputs("\\\\", f); p++; continue;
-		case '\n': fputs("\\n", f); p++; continue;
-		case '\r': fputs("\\r", f); p++; continue;
-		case '\t': fputs("\\t", f); p++; continue;
-		}
-		if (*p < 0x20 || *p == 0x7f) {
-			/* DEL is legal raw, but escaped it cannot drive a terminal. */
-			fprintf(f, "\\u%04x", *p++);
-			continue;
-		}
-		n = utf8_len(p, &bad);
-		if (!n) {
-			fputs("\\ufffd", f);
-			p += bad;
-			continue;
-		}
-		fwrite(p, 1, n, f);
-		p += n;
-	}
-	fputc('"', f);
+	jsonstr_write(jf(), s, (size_t)-1);
 }
 
 void jkey(const char *k)

@@ -69,7 +69,8 @@ static const struct object objects[] = {
 "  bios power-cycle [--force] [--via redfish|ipmi] BMC\n"
 "      resets are graceful unless --force is given\n"
 "      BMC: --bmc URL|HOST[:PORT] [--user USER] [--password-file FILE]\n"
-"      [--insecure] [--insecure-http] [--system ID] [--timeout S] [--wait S];\n"
+"      [--ca FILE] [--insecure] [--insecure-http] [--system ID] [--timeout S]\n"
+"      [--wait S]; --ca FILE: the CA that signed the BMC's certificate;\n"
 "      the password comes from FILE (mode 0600) or AHEADCTL_BMC_PASSWORD,\n"
 "      never from the command line\n" },
 	{ "doctor", cmd_doctor,
@@ -195,6 +196,7 @@ int main(int argc, char **argv)
 	char badopt[3] = "-?";
 	int c;
 
+	guard_stdio();
 	on_exit(finish, NULL);
 	/* '+': stop at OBJECT; what follows belongs to the verb.  ':': we word the errors. */
 	opterr = 0;

@@ -979,7 +979,24 @@ int cmd_numa(int argc, char **argv)
 }
 
 /* Nodes the kernel knows (1 without NUMA support). */
+/* The nodes of the sysfs tree read (AHEADCTL_SYSFS_ROOT), at least 1. */
 int numa_nodes(void)
+{
+	char *p = xsprintf("%s/devices/system/node", sysfs_root());
+	DIR *d = opendir(p);
+	struct dirent *e;
+	int n = 0;
+
+	free(p);
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, "node", 4) && isdigit((unsigned char)e->d_name[4]);
+	if (d)
+		closedir(d);
+	return n ? n : 1;
+}
+
+/* The nodes libnuma sees on this host: where numa_run() measures. */
+int numa_host_nodes(void)
 {
 	return numa_available() < 0 ? 1 : numa_num_configured_nodes();
 }

@@ -11,7 +11,14 @@
 struct buf {
 	char *p;
 	size_t len;
+	bool too_big;		/* the answer passed RF_ANSWER_MAX: refused */
 };
+
+/*
+ * The most of one answer kept: a Redfish document is kilobytes, and a BMC
+ * that sends more (broken or hostile) must not push the node into OOM.
+ */
+#define RF_ANSWER_MAX (4 << 20)
 
 /* One conversation with the BMC: one connection, one session. */
 struct rf {
@@ -67,8 +74,13 @@ static void catch_signals(bool on)
 static size_t collect(char *data, size_t sz, size_t n, void *arg)
 {
 	struct buf *b = arg;
-	char *np = realloc(b->p, b->len + sz * n + 1);
+	char *np;
 
+	if (sz * n > RF_ANSWER_MAX - b->len) {
+		b->too_big = true;
+		return 0;	/* curl stops with CURLE_WRITE_ERROR */
+	}
+	np = realloc(b->p, b->len + sz * n + 1);
 	if (!np)
 		return 0;
 	b->p = np;
@@ -164,8 +176,9 @@ static void rf_options(struct rf *rf, long timeout, bool auth)
 	curl_easy_setopt(rf->c, CURLOPT_HEADERFUNCTION, headers);
 	curl_easy_setopt(rf->c, CURLOPT_HEADERDATA, rf);
 	curl_easy_setopt(rf->c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(rf->c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)RF_ANSWER_MAX);
 	curl_easy_setopt(rf->c, CURLOPT_TIMEOUT, timeout);
-	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout < 10 ? timeout : 10L);
+	curl_easy_setopt(rf->c, CURLOPT_CONNECTTIMEOUT, timeout);
 	curl_easy_setopt(rf->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(rf->c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(rf->c, CURLOPT_XFERINFOFUNCTION, progress);
@@ -173,8 +186,8 @@ static void rf_options(struct rf *rf, long timeout, bool auth)
 	curl_easy_setopt(rf->c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYPEER, b->insecure ? 0L : 1L);
 	curl_easy_setopt(rf->c, CURLOPT_SSL_VERIFYHOST, b->insecure ? 0L : 2L);
-	if (getenv("AHEADCTL_CA_FILE"))
-		curl_easy_setopt(rf->c, CURLOPT_CAINFO, getenv("AHEADCTL_CA_FILE"));
+	if (b->ca_file)
+		curl_easy_setopt(rf->c, CURLOPT_CAINFO, b->ca_file);
 	if (auth && !rf->token && b->user && b->password) {
 		curl_easy_setopt(rf->c, CURLOPT_USERNAME, b->user);
 		curl_easy_setopt(rf->c, CURLOPT_PASSWORD, b->password);
@@ -195,6 +208,7 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 	struct buf resp = { 0 };
 	char *url = xsprintf("%s%s", rf->base, path_of(path)), *tok = NULL;
 	char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	char ebuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	CURLcode rc;
 
@@ -216,6 +230,7 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 	curl_easy_setopt(rf->c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(rf->c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(rf->c, CURLOPT_WRITEDATA, &resp);
+	curl_easy_setopt(rf->c, CURLOPT_ERRORBUFFER, ebuf);
 	if (data)
 		curl_easy_setopt(rf->c, CURLOPT_POSTFIELDS, data);
 	rc = curl_easy_perform(rf->c);
@@ -226,10 +241,22 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 		err("%s %s: the BMC did not answer within %ld s (--timeout sets the limit)",
 		    method, url, timeout);
 		status = -1;
+	} else if (resp.too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+		err("%s %s: the BMC's answer is larger than %d MiB (a Redfish document is kilobytes): refused",
+		    method, url, RF_ANSWER_MAX >> 20);
+		status = -1;
+	} else if (rc == CURLE_SSL_CACERT_BADFILE) {
+		err("%s %s: the CA file %s could not be loaded (%s)", method, url,
+		    rf->b->ca_file ? rf->b->ca_file : "of the system", *ebuf ? ebuf : curl_easy_strerror(rc));
+		status = -1;
+	} else if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+		err("%s %s: the BMC's certificate did not verify: %s (%s%s; --insecure skips the check)",
+		    method, url, *ebuf ? ebuf : curl_easy_strerror(rc),
+		    rf->b->ca_file ? "checked against " : "give the CA that signed it with --ca FILE or ca-file =",
+		    rf->b->ca_file ? rf->b->ca_file : "");
+		status = -1;
 	} else if (rc != CURLE_OK) {
-		err("%s %s: %s%s", method, url, curl_easy_strerror(rc),
-		    (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) ?
-		    " (the BMC's certificate did not verify; --insecure skips the check)" : "");
+		err("%s %s: %s", method, url, *ebuf ? ebuf : curl_easy_strerror(rc));
 		status = -1;
 	} else {
 		curl_easy_getinfo(rf->c, CURLINFO_RESPONSE_CODE, &status);
@@ -805,4 +832,50 @@ int redfish_set(struct bmc *b, int mode, bool reboot)
 int redfish_reset(struct bmc *b)
 {
 	return with_session(b, reset_verb, NULL);
+}
+
+/*
+ * Fuzzing (userland/fuzz/): one BMC answer through what reads it offline:
+ * the size cap, a header line, the service root's links, a Systems
+ * collection's members, a ComputerSystem's maker and reset types, a Bios
+ * attribute and its mode, an error body's message.
+ */
+void fuzz_redfish_answer(const char *data, size_t n)
+{
+	struct buf b = { 0 };
+	json_t *o, *members, *allowed;
+	const struct snoop_map *map;
+	char *h, *l;
+
+	collect((char *)data, 1, n, &b);
+	h = header_value(data, n, "X-Auth-Token");
+	free(h);
+	free(b.p);
+	o = json_loadb(data, n, 0, NULL);
+	if (!o)
+		return;
+	(void)rf_message(o);
+	(void)odata_id(json_object_get(o, "Links"), "Sessions");
+	(void)path_of(odata_id(o, "Systems") ? odata_id(o, "Systems") : "/");
+	members = json_object_get(o, "Members");
+	for (size_t i = 0; i < json_array_size(members); i++) {
+		const char *id = odata_id(json_array_get(members, i), NULL);
+
+		if (id) {
+			char *name = member_name(id), *p = member_path("/redfish/v1/Systems", id);
+
+			free(name);
+			free(p);
+		}
+	}
+	map = str_of(o, "Manufacturer") ? snoop_map_for(str_of(o, "Manufacturer")) : NULL;
+	if (map)
+		(void)mode_of(map, str_of(json_object_get(o, "Attributes"), map->attr));
+	allowed = json_object_get(json_object_get(json_object_get(o, "Actions"),
+						  "#ComputerSystem.Reset"),
+				  "ResetType@Redfish.AllowableValues");
+	(void)allows(allowed, "GracefulRestart");
+	l = allowed_list(allowed);
+	free(l);
+	json_decref(o);
 }

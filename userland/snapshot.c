@@ -427,7 +427,7 @@ static char *placement_fix(json_t *b, const char *dev)
 
 	json_object_foreach(json_object_get(b, "xps"), q, v)
 		had_xps |= json_string_value(v) && *json_string_value(v);
-	return xsprintf("aheadctl irq set dev %s policy local%s", dev, had_xps ? " xps" : "");
+	return xsprintf("aheadctl irq set dev %s policy local%s", shq(dev), had_xps ? " xps" : "");
 }
 
 static void diff_queues(struct report *r, json_t *b, json_t *n, const char *dev)
@@ -439,8 +439,8 @@ static void diff_queues(struct report *r, json_t *b, json_t *n, const char *dev)
 		return;
 	regress(r, xsprintf("%s: queues dropped: %lld tx / %lld rx, were %lld / %lld",
 			    dev, nt, nr, bt, br),
-		bt == br ? xsprintf("ethtool -L %s combined %lld", dev, bt) :
-		xsprintf("ethtool -L %s tx %lld rx %lld", dev, bt, br));
+		bt == br ? xsprintf("ethtool -L %s combined %lld", shq(dev), bt) :
+		xsprintf("ethtool -L %s tx %lld rx %lld", shq(dev), bt, br));
 }
 
 static void diff_irqs(struct report *r, json_t *b, json_t *n, const char *dev)
@@ -463,7 +463,7 @@ static void diff_irqs(struct report *r, json_t *b, json_t *n, const char *dev)
 	if (nib > bib)
 		regress(r, xsprintf("%s: irqbalance now owns %d of its IRQs (%s); it owned %d and will undo the placement",
 				    dev, nib, ib, bib),
-			xsprintf("aheadctl irq ban dev %s", dev));
+			xsprintf("aheadctl irq ban dev %s", shq(dev)));
 	if (strcmp(bl, nl))
 		note(r, xsprintf("%s: IRQs renumbered: %s -> %s", dev, *bl ? bl : "none",
 				 *nl ? nl : "none"));
@@ -490,18 +490,22 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 	if (!n) {
 		regress(r, xsprintf("%s (pci %s, driver %s) is gone", dev, jstr_of(b, "pci"),
 				    *bd ? bd : "?"),
-			xsprintf("modprobe %s (dmesg says why it did not bind)", *bd ? bd : "DRIVER"));
+			xsprintf("modprobe %s (dmesg says why it did not bind)", *bd ? shq(bd) : "DRIVER"));
 		return;
 	}
 	if (*bd && strcmp(bd, jstr_of(n, "driver"))) {
 		const char *pci = jstr_of(n, "pci"), *nd = jstr_of(n, "driver");
-		char *bind = xsprintf("modprobe %s && echo %s > /sys/bus/pci/drivers/%s/bind",
-				      bd, pci, bd);
+		char *bp = xsprintf("/sys/bus/pci/drivers/%s/bind", bd);
+		char *up = xsprintf("/sys/bus/pci/drivers/%s/unbind", nd);
+		char *bind = xsprintf("modprobe %s && echo %s > %s", shq(bd), shq(pci), shq(bp));
+
 
 		regress(r, xsprintf("%s: driver swapped: %s -> %s", dev, bd, *nd ? nd : "none"),
-			*nd ? xsprintf("echo %s > /sys/bus/pci/drivers/%s/unbind && %s (and blacklist %s)",
-				       pci, nd, bind, nd) : xstrdup(bind));
+			*nd ? xsprintf("echo %s > %s && %s (and blacklist %s)",
+				       shq(pci), shq(up), bind, nd) : xstrdup(bind));
 		free(bind);
+		free(bp);
+		free(up);
 	} else if (strcmp(jstr_of(b, "version"), jstr_of(n, "version")) ||
 		   strcmp(jstr_of(b, "firmware"), jstr_of(n, "firmware"))) {
 		note(r, xsprintf("%s: %s version %s -> %s, firmware %s -> %s", dev, bd,
@@ -512,7 +516,7 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 	if (bn >= 0 && nn != bn)
 		regress(r, xsprintf("%s: numa_node %lld, was %lld (firmware or kernel no longer gives its proximity domain)",
 				    dev, nn, bn),
-			xsprintf("aheadctl irq set dev %s policy local node %lld", dev, bn));
+			xsprintf("aheadctl irq set dev %s policy local node %lld", shq(dev), bn));
 	diff_queues(r, b, n, dev);
 	diff_irqs(r, b, n, dev);
 }
@@ -526,7 +530,7 @@ static void diff_disk(struct report *r, json_t *b, json_t *disks)
 	if (!n) {
 		regress(r, xsprintf("disk %s (driver %s) is gone", dev, jstr_of(b, "driver")),
 			xsprintf("modprobe %s (dmesg says why it did not appear)",
-				 *jstr_of(b, "driver") ? jstr_of(b, "driver") : "DRIVER"));
+				 *jstr_of(b, "driver") ? shq(jstr_of(b, "driver")) : "DRIVER"));
 		return;
 	}
 	if (jint_of(n, "numa_node", -1) != jint_of(b, "numa_node", -1))
@@ -542,7 +546,7 @@ static void diff_disk(struct report *r, json_t *b, json_t *disks)
 		p = xsprintf("%s/class/block/%s/queue/%s", sysfs_root(), dev, keys[i]);
 		q = shell_quote(p);
 		regress(r, xsprintf("disk %s: %s %s, was %s", dev, keys[i], now ? now : "unreadable", was),
-			xsprintf("echo %s > %s", was, q));
+			xsprintf("echo %s > %s", shq(was), q));
 		free(p);
 		free(q);
 	}
@@ -573,7 +577,8 @@ static void diff_mount(struct report *r, json_t *b, json_t *mounts)
 			opts = o;
 		}
 		regress(r, xsprintf("aheadfs mount %s (lower %s) is gone", mp, jstr_of(b, "lower")),
-			xsprintf("mount -t aheadfs -o %s %s %s", opts, jstr_of(b, "lower"), q));
+			xsprintf("mount -t aheadfs%s%s %s %s", *opts ? " -o " : "", *opts ? shq(opts) : "",
+				 shq(jstr_of(b, "lower")), q));
 		free(opts);
 		free(q);
 		return;
@@ -582,9 +587,13 @@ static void diff_mount(struct report *r, json_t *b, json_t *mounts)
 		char *was = tunable_str(v);
 		char *now = tunable_str(json_object_get(json_object_get(n, "tunables"), k));
 
-		if (strcmp(was, now))
+		if (strcmp(was, now)) {
+			char *kv = xsprintf("%s=%s", k, was);
+
 			regress(r, xsprintf("aheadfs %s: %s %s, was %s", mp, k, now, was),
-				xsprintf("aheadctl fs set %s %s=%s", q, k, was));
+				xsprintf("aheadctl fs set %s %s", q, shq(kv)));
+			free(kv);
+		}
 		free(was);
 		free(now);
 	}
@@ -606,11 +615,11 @@ static void diff_node(struct report *r, json_t *b, json_t *n, const struct conf 
 		regress(r, xsprintf("cross-node read bandwidth ratio %.2f, was %.2f (below %.2f: the snoop mode, QPI/UPI links or memory population changed)",
 				    json_number_value(nr), json_number_value(br), BW_RATIO_THRESHOLD),
 			xsprintf("aheadctl bios show; then aheadctl --yes bios set snoop-mode %s --reboot",
-				 bs ? bs : "home"));
+				 bs ? shq(bs) : "home"));
 	if (bs && ns && strcmp(bs, ns))
 		regress(r, xsprintf("BIOS snoop mode %s, was %s", ns, bs),
 			c ? conf_bios_fix(c, bs) :
-			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", bs));
+			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", shq(bs)));
 	if (!jint_of(json_object_get(b, "irqbalance"), "pid", 0) &&
 	    jint_of(json_object_get(n, "irqbalance"), "pid", 0))
 		note(r, xsprintf("irqbalance is running now (pid %lld), it was not",
@@ -636,6 +645,8 @@ static void snap_diff(struct report *r, json_t *b, json_t *n, const struct conf 
 		diff_mount(r, e, json_object_get(n, "aheadfs"));
 }
 
+static json_t *snap_check(json_t *s, const char *path);
+
 /* Loads a snapshot; NULL after one message naming the file. */
 static json_t *snap_load(const char *path)
 {
@@ -653,6 +664,12 @@ static json_t *snap_load(const char *path)
 		err("%s:%d: not a snapshot: %s", path, je.line, je.text);
 		return NULL;
 	}
+	return snap_check(s, path);
+}
+
+/* s if it is a snapshot this aheadctl reads; else NULL after a message (s freed). */
+static json_t *snap_check(json_t *s, const char *path)
+{
 	if (!json_is_object(s) || strcmp(jstr_of(s, "format"), SNAP_FORMAT)) {
 		err("%s: not an aheadctl snapshot (no \"format\": \"%s\")", path, SNAP_FORMAT);
 		json_decref(s);
@@ -670,7 +687,7 @@ static json_t *snap_load(const char *path)
 static int snap_save(const char *path, bool bw, const struct conf *c)
 {
 	json_t *s = snap_take(bw, c);
-	char *tmp = xsprintf("%s.tmp", path);
+	char *tmp = NULL, *text;
 	size_t nn = json_array_size(json_object_get(s, "nics"));
 	size_t nd = json_array_size(json_object_get(s, "disks"));
 	size_t nm = json_array_size(json_object_get(s, "aheadfs"));
@@ -687,12 +704,15 @@ static int snap_save(const char *path, bool bw, const struct conf *c)
 		json_decref(s);
 		return 0;
 	}
-	if (json_dump_file(s, tmp, JSON_INDENT(2)) || rename(tmp, path)) {
-		err("cannot write %s: %s", errno ? path : tmp, strerror(errno));
-		unlink(tmp);
+	text = json_dumps(s, JSON_INDENT(2));
+	if (!text || write_atomic(path, text, 0644, &tmp)) {
+		err("cannot write %s: %s", tmp ? tmp : path, strerror(text ? errno : ENOMEM));
+		free(tmp);
+		free(text);
 		json_decref(s);
 		return EXIT_FAILED;
 	}
+	free(text);
 	if (g.json) {
 		jopen('{');
 		jstr("path", path);
@@ -840,6 +860,8 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 	if (!c) {
 		char *what = xsprintf("%s cannot be used (the message above says which line)", cp);
 
+		/* A finding, not the doctor's failure: -j keeps its report. */
+		json_error_reset();
 		doctor_finding(d, "config", what, "fix that line, then: aheadctl verify");
 		free(what);
 		free(cp);
@@ -854,6 +876,7 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 		char *q = shell_quote(path);
 		char *fix = xsprintf("aheadctl snapshot save %s (on a node in its known good state)", q);
 
+		json_error_reset();
 		doctor_finding(d, "snapshot", what, fix);
 		free(what);
 		free(fix);
@@ -865,4 +888,41 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 	doctor_note(d, xsprintf("snapshot: compared with %s (kernel %s): %d regressions",
 				path, jstr_of(b, "kernel"), r.n));
 	json_decref(b);
+}
+
+static void report_free(struct report *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		free(r->what[i]);
+		free(r->fix[i]);
+	}
+	for (int i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->what);
+	free(r->fix);
+	free(r->notes);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Fuzzing (userland/fuzz/): a snapshot file's bytes, checked as snap_load()
+ * checks them, then diffed against itself and against a node with nothing.
+ */
+void fuzz_snapshot(const char *data, size_t n)
+{
+	json_t *s = json_loadb(data, n, 0, NULL), *none;
+	struct report r = { 0 };
+
+	if (!s || !(s = snap_check(s, "fuzz.json")))
+		return;
+	none = json_pack("{s:s, s:[], s:[], s:[]}", "kernel", "none", "nics", "disks", "aheadfs");
+	snap_diff(&r, s, s, NULL);
+	report_free(&r);
+	snap_diff(&r, s, none, NULL);
+	report_free(&r);
+	snap_diff(&r, none, s, NULL);
+	report_free(&r);
+	shq_free();
+	json_decref(none);
+	json_decref(s);
 }

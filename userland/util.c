@@ -2,9 +2,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,11 +185,16 @@ int write_file(const char *path, const char *buf)
 	return (size_t)n == strlen(buf) ? 0 : -EIO;
 }
 
+/*
+ * A decimal number as the kernel prints it: no sign, no blanks, no leading
+ * zero (08192 would be compared as text with the 8192 read back, and is
+ * octal to some readers).
+ */
 bool parse_u64(const char *s, unsigned long long *v)
 {
 	char *end;
 
-	if (!s || !isdigit((unsigned char)*s))
+	if (!s || !isdigit((unsigned char)*s) || (s[0] == '0' && s[1]))
 		return false;
 	errno = 0;
 	*v = strtoull(s, &end, 10);
@@ -416,6 +423,12 @@ static char **child_env(char *const add[])
  */
 int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 {
+	return run_cmd_limit(argv, envp_add, keep_fd, out, 0);
+}
+
+int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
+		  long seconds)
+{
 	int pfd[2] = { -1, -1 }, status;
 	char **env = child_env(envp_add);
 	pid_t pid;
@@ -435,6 +448,10 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 			dup2(pfd[1], 1);
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);
+		/* The deadline outlives exec: SIGALRM ends the command. */
+		signal(SIGALRM, SIG_DFL);
+		if (seconds > 0)
+			alarm(seconds);
 		execvpe(argv[0], argv, env);
 		fprintf(stderr, "aheadctl: cannot run %s: %s\n", argv[0],
 			strerror(errno));
@@ -461,29 +478,246 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 	}
 	if (waitpid(pid, &status, 0) < 0)
 		return -1;
+	if (seconds > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		return RUN_TIMED_OUT;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* The word as a shell reads it back: quoted only when it needs to be. */
+static bool ctl_byte(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/*
+ * One shell word for s.  Plain words as they are; others in '...'; a word
+ * with a control character (a newline, an escape) in $'...' with octal
+ * escapes, so the line pasted is one line, runs the one command and shows
+ * no terminal escape.
+ */
 char *shell_quote(const char *s)
 {
-	size_t n = 3;
+	size_t n = 4;
 	char *out, *o;
+	bool ctl = false;
 
 	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/_.,:=@%+-") == strlen(s))
 		return xstrdup(s);
 	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
+		ctl |= ctl_byte(*p);
+	for (const char *p = s; *p; p++)
+		n += ctl ? 4 : *p == '\'' ? 4 : 1;
 	out = o = xcalloc(1, n);
+	if (ctl)
+		*o++ = '$';
 	*o++ = '\'';
 	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
+		unsigned char c = *p;
+
+		if (ctl && (ctl_byte(c) || c == '\'' || c == '\\')) {
+			o += sprintf(o, "\\%03o", c);
+		} else if (!ctl && c == '\'') {
 			memcpy(o, "'\\''", 4);
 			o += 4;
 		} else {
-			*o++ = *p;
+			*o++ = c;
 		}
 	}
 	*o++ = '\'';
 	return out;
+}
+
+/* Quoted words kept until shq_free(): for building many fix lines. */
+static char **shq_pool;
+static size_t shq_n;
+
+const char *shq(const char *s)
+{
+	char **np = realloc(shq_pool, (shq_n + 1) * sizeof(*np));
+
+	if (!np) {
+		err("out of memory");
+		exit(EXIT_FAILED);
+	}
+	shq_pool = np;
+	return shq_pool[shq_n++] = shell_quote(s ? s : "");
+}
+
+void shq_free(void)
+{
+	while (shq_n)
+		free(shq_pool[--shq_n]);
+	free(shq_pool);
+	shq_pool = NULL;
+}
+
+/*
+ * stdout and stderr pass through here: strings from snapshots, sysfs and
+ * BMCs are printed as they came, and a control character in one (an escape
+ * sequence, a carriage return) would act on the terminal.  C0 controls but
+ * newline and tab, DEL, and the C1 controls (U+0080 to U+009F in UTF-8) are
+ * written as \u00XX, which is also what JSON would have, so a document
+ * stays valid.
+ */
+struct tty_guard {
+	int fd;
+	bool c2;		/* a 0xc2 byte held back: the start of a C1? */
+};
+
+static int put_all(int fd, const char *b, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= w;
+	}
+	return 0;
+}
+
+static ssize_t guard_write(void *cookie, const char *buf, size_t size)
+{
+	struct tty_guard *t = cookie;
+	char out[4096 + 16];
+	size_t o = 0;
+
+	for (size_t i = 0; i < size; i++) {
+		unsigned char c = buf[i];
+
+		if (o > 4096) {
+			if (put_all(t->fd, out, o))
+				return i ? (ssize_t)i : -1;
+			o = 0;
+		}
+		if (t->c2) {
+			t->c2 = false;
+			if (c >= 0x80 && c <= 0x9f) {
+				o += sprintf(out + o, "\\u%04x", c);
+				continue;
+			}
+			out[o++] = (char)0xc2;
+		}
+		if (c == 0xc2)
+			t->c2 = true;
+		else if (ctl_byte(c) && c != '\n' && c != '\t')
+			o += sprintf(out + o, "\\u%04x", c);
+		else
+			out[o++] = c;
+	}
+	if (o && put_all(t->fd, out, o))
+		return -1;
+	return size;
+}
+
+static int guard_close(void *cookie)
+{
+	struct tty_guard *t = cookie;
+
+	if (t->c2)
+		put_all(t->fd, "\xc2", 1);
+	return 0;
+}
+
+void guard_stdio(void)
+{
+	static struct tty_guard to = { 1, false }, te = { 2, false };
+	cookie_io_functions_t io = { .write = guard_write, .close = guard_close };
+	FILE *o = fopencookie(&to, "w", io), *e = fopencookie(&te, "w", io);
+
+	if (!o || !e)
+		return;
+	setvbuf(o, NULL, isatty(1) ? _IOLBF : _IOFBF, 0);
+	setvbuf(e, NULL, _IONBF, 0);
+	stdout = o;
+	stderr = e;
+}
+
+/*
+ * As sshd's StrictModes: a file whose contents we act on (the config, a
+ * password file) and every directory above it must be owned by root or by
+ * us and writable by no one else; a sticky directory (/tmp) may be written
+ * by others, who cannot replace what is ours in it.  0, or -1 after a
+ * message that names the file and why.
+ */
+int check_trusted(const char *path, const char *what)
+{
+	char *real = realpath(path, NULL), *p;
+	int rc = 0;
+
+	if (!real)
+		return 0;	/* the caller's open reports it */
+	p = real + strlen(real);
+	for (bool file = true; ; file = false) {
+		struct stat st;
+		const char *name = *real ? real : "/";
+
+		if (stat(name, &st)) {
+			err("%s %s: %s", what, name, strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			err("%s %s: %s%s is owned by uid %u, neither root nor you: refusing it",
+			    what, path, file ? "it" : "its directory ", file ? "" : name,
+			    (unsigned int)st.st_uid);
+			rc = -1;
+			break;
+		}
+		if ((st.st_mode & 022) && (file || !(st.st_mode & S_ISVTX))) {
+			err("%s %s: %s%s is writable by %s (mode %04o): refusing it (chmod go-w %s)",
+			    what, path, file ? "it" : "its directory ", file ? "" : name,
+			    st.st_mode & 002 ? "everyone" : "its group",
+			    (unsigned int)(st.st_mode & 07777), name);
+			rc = -1;
+			break;
+		}
+		if (!*real)
+			break;
+		while (p > real && *--p != '/')
+			;
+		*p = 0;
+	}
+	free(real);
+	return rc;
+}
+
+/*
+ * text into path through a new file beside it (mkstemp, so nothing planted
+ * under a fixed name is followed) renamed over path.  0, or -1 with errno
+ * set and *failed (if not NULL) the file that failed, malloc'd.
+ */
+int write_atomic(const char *path, const char *text, unsigned int mode, char **failed)
+{
+	const char *slash = strrchr(path, '/');
+	char *tmp = xsprintf("%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
+			     slash ? slash + 1 : path);
+	size_t len = strlen(text);
+	int fd = mkstemp(tmp), e;
+
+	if (failed)
+		*failed = NULL;
+	if (fd < 0) {
+		e = errno;
+		if (failed)
+			*failed = xstrdup(path);
+		free(tmp);
+		errno = e;
+		return -1;
+	}
+	if (fchmod(fd, mode) || put_all(fd, text, len) || close(fd) || rename(tmp, path)) {
+		e = errno ? errno : EIO;
+		close(fd);
+		unlink(tmp);
+		if (failed)
+			*failed = tmp;
+		else
+			free(tmp);
+		errno = e;
+		return -1;
+	}
+	free(tmp);
+	return 0;
 }

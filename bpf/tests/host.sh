@@ -6,7 +6,7 @@ set -u
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$here/.." && pwd)
-at=$here/aheadtrace
+at=${AHEADTRACE:-$here/aheadtrace}	# make check-san: the sanitizer build
 out=$here/.output
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -100,6 +100,18 @@ expect "--top-files over the map's size" 2 "^aheadtrace: invalid --top-files '10
 expect "--top-files does not apply to hist" 2 "^aheadtrace: option '--top-files' does not apply to 'hist'" "$at" hist --top-files 3 --prom "$tmp/m.prom"
 expect "valid prefetch --prom --top-files accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" prefetch --prom "$tmp/m.prom" --top-files 10 5
+# --prom FILE: the file beside it is a new one (mkstemp), so a symlink
+# planted at FILE.tmp is neither followed nor truncated.
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/p.prom.tmp"
+expect "hist --prom past a planted FILE.tmp symlink: argument checks pass" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist --prom "$tmp/p.prom" 5
+if [ "$(cat "$tmp/victim")" = precious ] && [ -L "$tmp/p.prom.tmp" ] && [ -z "$(find "$tmp" -maxdepth 1 -name '.p.prom.*')" ]; then
+	ok "--prom: a symlink at FILE.tmp is not followed, no temporary file left"
+else
+	nok "--prom: a symlink at FILE.tmp is not followed" "victim: $(cat "$tmp/victim" | head -c 100); $(ls -la "$tmp")"
+fi
+rm -f "$tmp/victim" "$tmp/p.prom.tmp"
 # heatmap: one operation, an SVG file that can be written.
 expect "heatmap of two operations" 2 '^aheadtrace: heatmap draws one operation' "$at" heatmap -o read,open
 expect "heatmap --svg in a missing directory" 2 "^aheadtrace: --svg '/nonexistent/h.svg': No such file" "$at" heatmap --svg /nonexistent/h.svg
@@ -144,6 +156,29 @@ elif "$tmp/text" >"$tmp/text.out"; then
 	ok "oplog text line: byte for byte printf's, over 300,000 random records"
 else
 	nok "oplog text line: byte for byte printf's" "$(head -9 "$tmp/text.out")"
+fi
+
+# -j strings: aheadtrace's json_str() is aheadctl's writer (jsonstr.h), which
+# keeps UTF-8 as it is and replaces only what is not UTF-8.
+if ! grep -q '^#include "../userland/jsonstr.h"' "$here/aheadtrace.c" ||
+   ! sed -n '/^static void json_str(/,/^}/p' "$here/aheadtrace.c" | grep -q 'jsonstr_write(f, s, max)'; then
+	nok "aheadtrace -j strings go through userland/jsonstr.h"
+elif ! cc -O1 -g -Wall -Wextra -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-o "$tmp/jsonstr" "$here/tests/jsonstr.c" 2>"$tmp/cc"; then
+	nok "jsonstr: builds for the host" "$(cat "$tmp/cc")"
+elif "$tmp/jsonstr" "café-日.dat" "$(printf 'a\033[2Jb\177"\\')" "$(printf 'bad\377\300\257x')" \
+	"comm:kworker/u16:3x-évé" "comm:$(printf 'abcdefghijklmn\303\251')" >"$tmp/jsonstr.out" 2>&1 &&
+	python3 - "$tmp/jsonstr.out" <<'PY'
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+want = ["café-日.dat", "a\x1b[2Jb\x7f\"\\", "bad\ufffd\ufffd\ufffdx",
+        "kworker/u16:3x-\ufffd", "abcdefghijklmné"]
+sys.exit(0 if got == want else print(got) or 1)
+PY
+then
+	ok "aheadtrace -j strings: UTF-8 kept (café-日.dat), controls escaped, bad bytes U+FFFD, comm bounded"
+else
+	nok "aheadtrace -j strings: UTF-8 kept" "$(cat "$tmp/jsonstr.out")"
 fi
 
 "$at" --help >"$tmp/help" 2>&1
@@ -248,6 +283,16 @@ if [ -n "$copy_k" ] && [ "$copy_k" = "$copy_a" ]; then
 else
 	nok "copy methods match kmod/trace.h" "trace.h: $copy_k
 aheadtrace.h: $copy_a"
+fi
+
+# make CFLAGS=-O0 replaces the user's flags only, not what the build needs.
+mkdir -p "$tmp/b0" "$tmp/userland"
+cp -a "$here/Makefile" "$here"/*.c "$here"/*.h "$out" "$tmp/b0/"
+cp "$top/userland/jsonstr.h" "$tmp/userland/"
+if make -s -C "$tmp/b0" CFLAGS=-O0 aheadtrace >"$tmp/b0.log" 2>&1 && [ -x "$tmp/b0/aheadtrace" ]; then
+	ok "make CFLAGS=-O0 aheadtrace builds"
+else
+	nok "make CFLAGS=-O0 aheadtrace builds" "$(tail -5 "$tmp/b0.log")"
 fi
 
 echo "1..$n"

@@ -101,3 +101,12 @@ printf '/mnt/bad\nx\xff\xfey' >"$tmp/mntname"
 printf '62 22 0:58 / /mnt/bad\\012x\xff\xfey rw - aheadfs /srv/a rw\n' >>"$F/proc/self/mountinfo"
 run -j fs show
 t "-j: a mount point with a newline and invalid UTF-8 stays valid JSON" '[ $rc = 0 ] && utf8_same "$tmp/mntname" "d[-1][\"mountpoint\"]"'
+# make CFLAGS=-O0 replaces the user's flags only, not what the build needs.
+mkdir -p "$tmp/u0/userland"
+cp "$here/../../userland/Makefile" "$here/../../userland"/*.c "$here/../../userland"/*.h "$tmp/u0/userland/"
+if make -s -j2 -C "$tmp/u0/userland" CFLAGS=-O0 aheadctl >"$tmp/u0.log" 2>&1 && [ -x "$tmp/u0/userland/aheadctl" ]; then
+	pass "make CFLAGS=-O0 builds aheadctl"
+else
+	out=$(tail -5 "$tmp/u0.log"); rc=1; err=""; fail "make CFLAGS=-O0 builds aheadctl"
+fi
+rm -rf "$tmp/u0" "$tmp/u0.log"

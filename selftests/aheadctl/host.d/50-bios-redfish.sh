@@ -202,7 +202,25 @@ __import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1]); signal.pause()' "$tm
 		emu tls dell --tls "$tmp/cert.pem" "$tmp/key.pem"; then
 		S=https://127.0.0.1:$(cat "$tmp/tls.port")
 		run bios show --bmc "$S"
-		t "redfish TLS: an unknown certificate is refused" '[ $rc = 1 ] && haserr "did not verify; --insecure skips the check"'
+		t "redfish TLS: an unknown certificate is refused, the problem named, --ca offered" '[ $rc = 1 ] && haserr "the BMC'"'"'s certificate did not verify: SSL certificate problem: self-signed certificate (give the CA that signed it with --ca FILE or ca-file =; --insecure skips the check)"'
+		run bios show --bmc "$S" --ca "$tmp/cert.pem"
+		t "redfish TLS: --ca FILE verifies against that CA" '[ $rc = 0 ] && has "snoop-mode early" && [ -z "$err" ]'
+		run bios show --bmc "$S" --ca "$tmp/no-such-ca.pem"
+		t "redfish TLS: a missing --ca file is named, not blamed on the certificate" '[ $rc = 1 ] && haserr "CA file $tmp/no-such-ca.pem: No such file or directory" && ! haserr "--insecure"'
+		printf 'not a certificate\n' >"$tmp/junk.pem"
+		run bios show --bmc "$S" --ca "$tmp/junk.pem"
+		t "redfish TLS: a CA file that is no certificate is named" '[ $rc = 1 ] && haserr "$tmp/junk.pem" && ! haserr "--insecure skips"'
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key2.pem" -out "$tmp/other.pem" \
+			-days 1 -subj /CN=other >/dev/null 2>&1
+		run bios show --bmc "$S" --ca "$tmp/other.pem"
+		t "redfish TLS: the wrong CA: the problem and the CA file named" '[ $rc = 1 ] && haserr "did not verify: SSL certificate problem" && haserr "checked against $tmp/other.pem"'
+		(umask 077 && echo calvin >"$tmp/tls.pw")
+		printf '[bios]\nsnoop-mode = home\nbmc = %s\nca-file = %s\nuser = root\npassword-file = %s\n' \
+			"$S" "$tmp/cert.pem" "$tmp/tls.pw" >"$tmp/tls.conf"
+		run verify -c "$tmp/tls.conf"
+		t "verify: ca-file = in [bios] verifies the BMC; the fix carries --ca" '[ $rc = 1 ] && has "DRIFT [bios] snoop-mode: expected home, found early" && has " --ca $tmp/cert.pem" && ! haserr "did not verify"'
+		run bios show --via ipmi --bmc 127.0.0.1 --ca "$tmp/cert.pem"
+		t "bios: --ca with --via ipmi is refused" '[ $rc = 2 ] && haserr "--ca is for Redfish"'
 		AHEADCTL_CA_FILE=$tmp/cert.pem run bios show --bmc "$S"
 		t "redfish TLS: verified against the given CA" '[ $rc = 0 ] && has "snoop-mode early" && [ -z "$err" ]'
 		m=$(lines tls); run bios show --bmc "$S" --insecure

@@ -130,9 +130,10 @@ esac
 FAKE
 cat >"$fk/bin/racadm" <<'FAKE'
 #!/bin/sh
-d=$(dirname "$0")/..
-printf '%s\n' "$*" >>"$d/racadm.argv"
-env >>"$d/racadm.env"
+# Records argv and env under its own name (racadm, syscfg).
+d=$(dirname "$0")/..; n=$(basename "$0")
+printf '%s\n' "$*" >>"$d/$n.argv"
+env >>"$d/$n.env"
 [ "$1" = get ] && echo "SnoopMode=EarlySnoop"
 exit 0
 FAKE
@@ -155,7 +156,7 @@ t "racadm -j set --reboot: one JSON document, graceful job" '[ $rc = 0 ] && json
 fake "$A" -j -n bios set snoop-mode home --via racadm --reboot --force
 t "racadm -j -n set --reboot --force: what would run, nothing run" '[ $rc = 0 ] && json_ok && [ ! -e "$fk/racadm.argv" ] && [ "$(jp "d[\"dry_run\"], d[\"commands\"][2][\"command\"], d[\"commands\"][2][\"run\"], d[\"reset\"][\"graceful\"]")" = "True racadm jobqueue create BIOS.Setup.1-1 -r pwrcycle -s TIME_NOW False False" ]'
 fake env AHEADCTL_BMC_USER=admin AHEADCTL_BMC_PASSWORD=s3cret "$A" -j --yes bios set snoop-mode home --via syscfg --reboot --bmc 127.0.0.2
-t "syscfg -j set --reboot: the IPMI graceful restart in the one JSON document" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"via\"], d[\"reset\"][\"via\"], d[\"reset\"][\"graceful\"], d[\"pending\"]")" = "syscfg ipmi True False" ] && ! grep -q s3cret "$fk/syscfg.env" "$fk/ipmitool.env"'
+t "syscfg -j set --reboot: the IPMI graceful restart in the one JSON document" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"via\"], d[\"reset\"][\"via\"], d[\"reset\"][\"graceful\"], d[\"pending\"]")" = "syscfg ipmi True False" ] && [ -s "$fk/syscfg.env" ] && [ -s "$fk/ipmitool.env" ] && grep -q "^CANARY=1$" "$fk/syscfg.env" && ! grep -q s3cret "$fk/syscfg.env" "$fk/ipmitool.env"'
 
 # ---- bios: vendor tools through their dry-run command lines ----
 run -n bios set snoop-mode home --via racadm --reboot

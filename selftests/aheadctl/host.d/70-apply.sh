@@ -199,6 +199,10 @@ if [ -s "$tmp/persist-rf.port" ]; then
 	t "apply [bios]: snoop mode early reported against home, nothing sent to the BMC" '[ $rc = 0 ] && has "snoop-mode is early, home expected: not changed at boot" && haserr "aheadctl: warning: snoop-mode is early" && ! grep -q "\"PATCH\"\|ComputerSystem.Reset" "$tmp/persist-rf.log"'
 	run verify
 	t "verify [bios]: snoop mode drift with the bios set command" '[ $rc = 1 ] && has "DRIFT [bios] snoop-mode: expected home, found early" && has "fix: aheadctl --yes bios set snoop-mode home --reboot --bmc http://127.0.0.1:"'
+	# The fix, as printed, with no credentials in the environment (-n: a dry run).
+	bfix=$(sed -n 's/^  fix: aheadctl \(--yes bios set .*\) (a BIOS change.*$/\1/p' <<<"$out")
+	out=$(eval "env -u AHEADCTL_BMC_USER -u AHEADCTL_BMC_PASSWORD \"\$A\" -n $bfix" 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
+	t "verify [bios]: the bios fix runs as printed (user, password file, --insecure-http from [bios])" '[ -n "$bfix" ] && [ $rc = 0 ] && has "HomeSnoop"'
 	nreq=$(wc -l <"$tmp/persist-rf.log")
 	run apply --skip-bios
 	t "apply --skip-bios (the unit's): the BMC left alone, said so" '[ $rc = 0 ] && has "snoop-mode home expected, not checked (--skip-bios)" && [ "$(wc -l <"$tmp/persist-rf.log")" = "$nreq" ]'
