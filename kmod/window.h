@@ -505,14 +505,17 @@ static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
 	old = s->win;
 	s->win = aheadfs_min64(aheadfs_sat_add(s->win, s->win),
 			       aheadfs_max64(rq->win_cap, rq->count));
+	/* At the cap: nothing changes, and the caller applies nothing. */
+	if (s->win == old)
+		return false;
 	p->stream = i;
 	p->gen = gen;
-	p->resized = s->win != old;
+	p->resized = true;
 	p->target = aheadfs_stream_bdp(s);
 	p->sync_end = end;
 	p->sync_to = end;
 	aheadfs_stream_fill(s, rq, end, p);
-	return p->resized;
+	return true;
 }
 
 static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,

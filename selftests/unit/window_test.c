@@ -953,7 +953,7 @@ static void test_bdp_jump_and_stall(void)
 		.win_cap = 64 * MIB, .mem_room = ROOM,
 	};
 	struct aheadfs_pf_plan p, more;
-	u64 t = 1 * ms, win, ra;
+	u64 t = 1 * ms, win, ra, held;
 	bool grew;
 
 	memset(&w, 0, sizeof(w));
@@ -1001,9 +1001,14 @@ static void test_bdp_jump_and_stall(void)
 	       "stall: not for a replaced stream, nor for a request behind its front");
 	rq.pos = 3 * req;
 	rq.win_cap = win;
+	ra = w.s[p.stream].ra_end;
+	held = w.s[p.stream].gauge;
+	/* The file now ends a request later: a replan would shrink the gauge. */
+	rq.isize = 5 * req;
 	report(!aheadfs_stream_stall(&w, p.stream, p.gen, &rq, &more) &&
-	       w.s[p.stream].win == win,
-	       "stall: not past the cap");
+	       w.s[p.stream].win == win && w.s[p.stream].ra_end == ra &&
+	       w.s[p.stream].gauge == held,
+	       "stall: not past the cap, and then nothing planned or counted");
 }
 
 int main(void)
