@@ -23,6 +23,8 @@
 #define AHEADFS_MAX_TXN_KB	(1U << 20)	/* 1 GiB */
 #define AHEADFS_MAX_WINDOW_KB	(4U << 20)	/* 4 GiB */
 #define AHEADFS_MAX_TIMEOUT_MS	(3600U * 1000U)
+#define AHEADFS_DEF_FH_SEARCH_ENTRIES	(1U << 18)
+#define AHEADFS_MAX_FH_SEARCH_ENTRIES	(1U << 24)
 
 enum aheadfs_prefetch_mode {
 	AHEADFS_PF_AHEAD,	/* window stays a full request ahead of the reader */
@@ -146,6 +148,7 @@ struct aheadfs_sb_info {
 	unsigned int entry_timeout_ms;
 	unsigned int negative_timeout_ms;
 	unsigned int readdir_cache;		/* 0 or 1 */
+	unsigned int fh_search_entries;	/* export.c: a moved file's search */
 
 	/*
 	 * The readdir cache's memory (cache.c): bytes of every listing kept

@@ -329,12 +329,6 @@ static int lower_name_in(const struct path *dir, struct dentry *child,
 	return err;
 }
 
-/*
- * How many directory entries a search for a moved file reads at most
- * (Documentation/copy-offload.rst, "File handles").
- */
-#define AHEADFS_FH_SEARCH_ENTRIES	(1UL << 18)
-
 struct search_name {
 	struct list_head list;
 	int len;
@@ -433,18 +427,21 @@ static struct dentry *search_next(struct dentry *lower, struct dentry *d,
 /*
  * The connected lower dentry of the non-directory @lower (disconnected),
  * found by a breadth-first search of the lower directory for its inode
- * number, reading at most AHEADFS_FH_SEARCH_ENTRIES entries.  -ESTALE when
- * it is not there (moved out, or never in), or too far to be found.
+ * number, reading at most the mount's fh_search_entries entries
+ * (Documentation/copy-offload.rst, "File handles"; 0: no search).  -ESTALE
+ * when it is not there (moved out, or never in), or too far to be found.
  */
 static struct dentry *search_lower(struct super_block *sb,
 				   struct dentry *lower)
 {
-	struct vfsmount *mnt = AHEADFS_SB(sb)->lower.mnt;
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
+	struct vfsmount *mnt = sbi->lower.mnt;
 	struct tree_search ts = {
 		.ctx.actor = tree_actor,
-		.left = AHEADFS_FH_SEARCH_ENTRIES,
+		.left = READ_ONCE(sbi->fh_search_entries),
 		.names = LIST_HEAD_INIT(ts.names),
 	};
+	unsigned long bound = ts.left;
 	struct dentry *found = ERR_PTR(-ESTALE);
 	struct search_name *sn, *nsn;
 	struct search_dir *sd, *nsd;
@@ -452,6 +449,8 @@ static struct dentry *search_lower(struct super_block *sb,
 	struct dentry *d;
 	int err;
 
+	if (!bound)
+		return ERR_PTR(-ESTALE);
 	err = lower_ino(mnt, lower, &ts.ino);
 	if (err)
 		return ERR_PTR(err);
@@ -488,8 +487,8 @@ static struct dentry *search_lower(struct super_block *sb,
 		kfree(sd);
 	}
 	if (ts.err == -E2BIG)
-		pr_warn_ratelimited("aheadfs: a file handle's inode %llu not found in the first %lu entries of the lower directory: stale\n",
-				    ts.ino, AHEADFS_FH_SEARCH_ENTRIES);
+		pr_warn_ratelimited("aheadfs: a file handle's inode %llu not found in the first %lu entries of the lower directory (fh_search_entries): stale\n",
+				    ts.ino, bound);
 	if (IS_ERR(found) && ts.err == -ENOMEM)
 		found = ERR_PTR(-ENOMEM);
 	return found;

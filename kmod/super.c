@@ -63,6 +63,7 @@ enum {
 	Opt_entry_timeout_ms,
 	Opt_negative_timeout_ms,
 	Opt_readdir_cache,
+	Opt_fh_search_entries,
 };
 
 static const struct constant_table prefetch_modes[] = {
@@ -81,6 +82,7 @@ static const struct fs_parameter_spec aheadfs_param_specs[] = {
 	fsparam_u32("entry_timeout_ms", Opt_entry_timeout_ms),
 	fsparam_u32("negative_timeout_ms", Opt_negative_timeout_ms),
 	fsparam_u32("readdir_cache", Opt_readdir_cache),
+	fsparam_u32("fh_search_entries", Opt_fh_search_entries),
 	{}
 };
 
@@ -92,6 +94,7 @@ struct aheadfs_fs_context {
 	unsigned int entry_timeout_ms;
 	unsigned int negative_timeout_ms;
 	unsigned int readdir_cache;
+	unsigned int fh_search_entries;
 	unsigned int set;		/* bitmask of Opt_* given */
 };
 
@@ -112,6 +115,7 @@ static const struct tunable_range tunable_ranges[] = {
 	{ "entry_timeout_ms",	0,	AHEADFS_MAX_TIMEOUT_MS },
 	{ "negative_timeout_ms", 0,	AHEADFS_MAX_TIMEOUT_MS },
 	{ "readdir_cache",	0,	1 },
+	{ "fh_search_entries",	0,	AHEADFS_MAX_FH_SEARCH_ENTRIES },
 };
 
 static const struct tunable_range *tunable_range(const char *name)
@@ -147,6 +151,7 @@ static unsigned int def_attr_timeout_ms;
 static unsigned int def_entry_timeout_ms;
 static unsigned int def_negative_timeout_ms;
 static unsigned int def_readdir_cache;
+static unsigned int def_fh_search_entries = AHEADFS_DEF_FH_SEARCH_ENTRIES;
 
 /* The parameter's name as the mount option has it (no "aheadfs." prefix). */
 static const char *param_name(const struct kernel_param *kp)
@@ -241,6 +246,11 @@ module_param_cb(readdir_cache, &tunable_param_ops, &def_readdir_cache, 0644);
 __MODULE_PARM_TYPE(readdir_cache, "uint");
 MODULE_PARM_DESC(readdir_cache,
 		 "Readdir cache of new mounts (within entry_timeout_ms), 0 to 1 (default 0: off)");
+module_param_cb(fh_search_entries, &tunable_param_ops, &def_fh_search_entries,
+		0644);
+__MODULE_PARM_TYPE(fh_search_entries, "uint");
+MODULE_PARM_DESC(fh_search_entries,
+		 "Lower directory entries a file handle of a moved file is searched in, 0 to 16777216 (default 262144; 0: no search)");
 
 static int aheadfs_parse_param(struct fs_context *fc,
 			       struct fs_parameter *param)
@@ -283,6 +293,9 @@ static int aheadfs_parse_param(struct fs_context *fc,
 	case Opt_readdir_cache:
 		ctx->readdir_cache = result.uint_32;
 		break;
+	case Opt_fh_search_entries:
+		ctx->fh_search_entries = result.uint_32;
+		break;
 	}
 	ctx->set |= BIT(opt);
 	return 0;
@@ -305,6 +318,8 @@ static void apply_tunables(struct aheadfs_sb_info *sbi,
 		WRITE_ONCE(sbi->negative_timeout_ms, ctx->negative_timeout_ms);
 	if (ctx->set & BIT(Opt_readdir_cache))
 		WRITE_ONCE(sbi->readdir_cache, ctx->readdir_cache);
+	if (ctx->set & BIT(Opt_fh_search_entries))
+		WRITE_ONCE(sbi->fh_search_entries, ctx->fh_search_entries);
 }
 
 /*
@@ -435,7 +450,9 @@ static int aheadfs_show_options(struct seq_file *m, struct dentry *root)
 		   READ_ONCE(sbi->attr_timeout_ms),
 		   READ_ONCE(sbi->entry_timeout_ms),
 		   READ_ONCE(sbi->negative_timeout_ms));
-	seq_printf(m, ",readdir_cache=%u", READ_ONCE(sbi->readdir_cache));
+	seq_printf(m, ",readdir_cache=%u,fh_search_entries=%u",
+		   READ_ONCE(sbi->readdir_cache),
+		   READ_ONCE(sbi->fh_search_entries));
 	return 0;
 }
 
@@ -488,6 +505,7 @@ static int aheadfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->entry_timeout_ms = ctx->entry_timeout_ms;
 	sbi->negative_timeout_ms = ctx->negative_timeout_ms;
 	sbi->readdir_cache = ctx->readdir_cache;
+	sbi->fh_search_entries = ctx->fh_search_entries;
 
 	spin_lock_init(&sbi->dir_lru_lock);
 	INIT_LIST_HEAD(&sbi->dir_lru);
@@ -607,6 +625,7 @@ static int aheadfs_init_fs_context(struct fs_context *fc)
 	ctx->entry_timeout_ms = READ_ONCE(def_entry_timeout_ms);
 	ctx->negative_timeout_ms = READ_ONCE(def_negative_timeout_ms);
 	ctx->readdir_cache = READ_ONCE(def_readdir_cache);
+	ctx->fh_search_entries = READ_ONCE(def_fh_search_entries);
 	fc->fs_private = ctx;
 	fc->ops = &aheadfs_context_ops;
 	return 0;

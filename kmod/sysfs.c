@@ -221,6 +221,7 @@ TUNABLE(attr_timeout_ms);
 TUNABLE(entry_timeout_ms);
 TUNABLE(negative_timeout_ms);
 TUNABLE(readdir_cache);
+TUNABLE(fh_search_entries);
 
 static struct aheadfs_attr attr_prefetch = {
 	.attr = { .name = "prefetch", .mode = 0644 },
@@ -246,6 +247,7 @@ static struct attribute *aheadfs_attrs[] = {
 	&attr_entry_timeout_ms.attr,
 	&attr_negative_timeout_ms.attr,
 	&attr_readdir_cache.attr,
+	&attr_fh_search_entries.attr,
 	&attr_stats.attr,
 	&attr_lower.attr,
 	NULL,

@@ -76,6 +76,8 @@ TEST_F(err, bad_options)
 		{ "entry_timeout_ms=999999999", "entry_timeout_ms" },
 		{ "negative_timeout_ms=3600001", "negative_timeout_ms" },
 		{ "readdir_cache=2", "readdir_cache=2 out of range" },
+		{ "fh_search_entries=16777217",
+		  "fh_search_entries=16777217 out of range" },
 	};
 	unsigned int i;
 
@@ -90,7 +92,7 @@ TEST_F(err, good_options_shown_in_proc_mounts)
 	int n;
 
 	ASSERT_EQ(0, ahfs_mount_at(self->fs.lower, self->fs.mnt,
-				   "prefetch=legacy,txn_kb=1024,window_kb=4096,attr_timeout_ms=50,entry_timeout_ms=60,negative_timeout_ms=70,readdir_cache=1"));
+				   "prefetch=legacy,txn_kb=1024,window_kb=4096,attr_timeout_ms=50,entry_timeout_ms=60,negative_timeout_ms=70,readdir_cache=1,fh_search_entries=77"));
 	self->fs.mounted = 1;
 	ASSERT_EQ(0, ahfs_find_sysfs(&self->fs));
 	n = ahfs_read_file("/proc/self/mounts", buf, sizeof(buf));
@@ -99,7 +101,7 @@ TEST_F(err, good_options_shown_in_proc_mounts)
 		 self->fs.mnt);
 	ASSERT_NE(NULL, strstr(buf, want));
 	EXPECT_NE(NULL, strstr(strstr(buf, want),
-			       "prefetch=legacy,txn_kb=1024,window_kb=4096,attr_timeout_ms=50,entry_timeout_ms=60,negative_timeout_ms=70,readdir_cache=1"));
+			       "prefetch=legacy,txn_kb=1024,window_kb=4096,attr_timeout_ms=50,entry_timeout_ms=60,negative_timeout_ms=70,readdir_cache=1,fh_search_entries=77"));
 	ASSERT_LT(0, ahfs_get(&self->fs, "txn_kb", buf, sizeof(buf)));
 	EXPECT_STREQ("1024", buf);
 	ASSERT_LT(0, ahfs_get(&self->fs, "prefetch", buf, sizeof(buf)));

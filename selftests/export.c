@@ -416,6 +416,76 @@ TEST_F(export, file_moved_to_another_directory)
 }
 
 /*
+ * The search for a moved file reads at most fh_search_entries entries of
+ * the lower directory: beyond them the handle is stale, with one line in
+ * dmesg naming the tunable; raised, the same handle opens; 0 turns the
+ * search off.  The lower's own handle opens the file throughout.
+ */
+TEST_F(export, moved_file_search_bound)
+{
+	static const struct { const char *bound; bool opens; } cases[] = {
+		{ "16", false }, { "1000", true }, { "0", false },
+		{ "262144", true },
+	};
+	char a[PATH_MAX], b[PATH_MAX], name[16];
+	int fd, kmsg, lfd, lmfd;
+	struct fh fh, lfh;
+	unsigned int i;
+	struct stat st;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d1"), 0755));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, a, "d2"), 0755));
+	/* The lower directory's own entries, read before d2's: 2 + 50. */
+	for (i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "p%02u", i);
+		ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, a, name), 0));
+	}
+	ASSERT_EQ(0, ahfs_make_file(ahfs_m(&self->fs, a, "d1/f"), 4096));
+	ASSERT_EQ(0, stat(a, &st));
+	ASSERT_EQ(0, get_fh(a, &fh));
+	ASSERT_EQ(0, get_fh(ahfs_l(&self->fs, b, "d1/f"), &lfh));
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, a, "d1/f"),
+			    ahfs_l(&self->fs, b, "d2/f")));
+	lmfd = lower_mfd(&self->fs);
+	ASSERT_LE(0, lmfd);
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, ahfs_set(&self->fs, "fh_search_entries",
+				      cases[i].bound));
+		ASSERT_EQ(0, ahfs_drop_caches());
+		lfd = open_fh(lmfd, &lfh, O_RDONLY);
+		ASSERT_LE(0, lfd) TH_LOG("lower: %s", strerror(-lfd));
+		close(lfd);
+		kmsg = ahfs_kmsg_open();
+		ASSERT_LE(0, kmsg);
+		fd = open_fh(self->mfd, &fh, O_RDONLY);
+		if (cases[i].opens) {
+			EXPECT_LE(0, fd) TH_LOG("fh_search_entries=%s: %s",
+						cases[i].bound,
+						strerror(-fd));
+			if (fd >= 0) {
+				EXPECT_EQ(0, same_file(fd, &st, 4096));
+				EXPECT_STREQ(ahfs_m(&self->fs, a, "d2/f"),
+					     fd_path(fd, b));
+				close(fd);
+			}
+		} else {
+			EXPECT_EQ(-ESTALE, fd) TH_LOG("fh_search_entries=%s: %d",
+						      cases[i].bound, fd);
+			if (fd >= 0)
+				close(fd);
+		}
+		/* The bound's line, only where the search ran into it. */
+		snprintf(name, sizeof(name), "first %s ", cases[i].bound);
+		EXPECT_EQ(!strcmp(cases[i].bound, "16"),
+			  ahfs_kmsg_grep(kmsg, name)) TH_LOG("fh_search_entries=%s",
+							     cases[i].bound);
+		close(kmsg);
+	}
+	close(lmfd);
+}
+
+/*
  * Renamed within its directory, through the mount or in the lower, a file
  * opens by its handle, cached or not; in the lower directory itself (whose
  * parent is outside the mount) and in a subdirectory.

@@ -26,7 +26,9 @@ conf=$top/kmod/aheadfs.modprobe.conf
 for c in "$here/aheadfs.modprobe.conf" /etc/modprobe.d/aheadfs.conf.dist /etc/modprobe.d/aheadfs.conf; do
 	[ -f "$conf" ] || conf=$c
 done
-params="prefetch txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_timeout_ms readdir_cache"
+params="prefetch txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_timeout_ms readdir_cache fh_search_entries"
+# The numeric ones.
+nums=${params#prefetch }
 
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
@@ -143,7 +145,7 @@ for p in $params; do
 		nok "modinfo: $p has a description with its default" "got: '$d'"
 	fi
 done
-for p in txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_timeout_ms readdir_cache; do
+for p in $nums; do
 	if [ -n "${lo[$p]}" ] && [ -n "${hi[$p]}" ]; then
 		ok "modinfo: $p has its range"
 	else
@@ -194,13 +196,14 @@ bad_load attr_timeout_ms $((hi[attr_timeout_ms] + 1))
 bad_load entry_timeout_ms $((hi[entry_timeout_ms] + 1))
 bad_load negative_timeout_ms $((hi[negative_timeout_ms] + 1))
 bad_load readdir_cache $((hi[readdir_cache] + 1))
+bad_load fh_search_entries $((hi[fh_search_entries] + 1))
 bad_load prefetch sometimes
 # One bad value fails the load whatever the good ones beside it.
 bad_load window_kb 99999999 txn_kb=1024 prefetch=legacy
 
 # ---------------------------------------------------------------------
 # 3. Values given at insmod: the parameters and new mounts show them.
-given="prefetch=legacy txn_kb=1024 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1"
+given="prefetch=legacy txn_kb=1024 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1 fh_search_entries=1000"
 # shellcheck disable=SC2086
 insmod "$ko" $given || bail "insmod $ko $given"
 check "insmod $given: parameters" "$given" "$(pvals)"
@@ -214,11 +217,11 @@ check "a mount without options takes the parameters (sysfs)" "$given" "$(sopts "
 mnt b "txn_kb=4096,prefetch=ahead" || bail "mount b"
 b=$m
 check "mount options override the parameters" \
-	"prefetch=ahead txn_kb=4096 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1" "$(mopts "$b")"
+	"prefetch=ahead txn_kb=4096 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1 fh_search_entries=1000" "$(mopts "$b")"
 
 # ---------------------------------------------------------------------
 # 4. A write to a parameter reaches later mounts only.
-new="prefetch=kernel txn_kb=2048 window_kb=32768 attr_timeout_ms=0 entry_timeout_ms=1000 negative_timeout_ms=2000 readdir_cache=0"
+new="prefetch=kernel txn_kb=2048 window_kb=32768 attr_timeout_ms=0 entry_timeout_ms=1000 negative_timeout_ms=2000 readdir_cache=0 fh_search_entries=0"
 for kv in $new; do
 	if ! err=$( (printf '%s\n' "${kv#*=}" >"$P/${kv%%=*}") 2>&1); then
 		nok "write $kv to parameters/${kv%%=*}" "$err"
@@ -228,14 +231,14 @@ check "parameters after writes" "$new" "$(pvals)"
 check "the mount made before the writes keeps its values" "$given" "$(mopts "$a")"
 check "the mount made before the writes keeps its sysfs values" "$given" "$(sopts "$a")"
 check "the mount with options keeps its values" \
-	"prefetch=ahead txn_kb=4096 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1" "$(mopts "$b")"
+	"prefetch=ahead txn_kb=4096 window_kb=16384 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1 fh_search_entries=1000" "$(mopts "$b")"
 mnt c || bail "mount c"
 c=$m
 check "a mount made after the writes takes the new values" "$new" "$(mopts "$c")"
 # A remount applies the options it is given, not the new defaults.
 if mount -o remount,window_kb=8192 "$a"; then
 	check "remount applies its option only, not the new parameters" \
-		"prefetch=legacy txn_kb=1024 window_kb=8192 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1" "$(mopts "$a")"
+		"prefetch=legacy txn_kb=1024 window_kb=8192 attr_timeout_ms=250 entry_timeout_ms=500 negative_timeout_ms=750 readdir_cache=1 fh_search_entries=1000" "$(mopts "$a")"
 else
 	nok "mount -o remount,window_kb=8192"
 fi
@@ -267,7 +270,7 @@ dmesg: $(since_mark)"
 		ok "write '$v' to parameters/$p: EINVAL, unchanged, dmesg names it and its range"
 	fi
 }
-for p in txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_timeout_ms readdir_cache; do
+for p in $nums; do
 	[ "${lo[$p]}" -gt 0 ] && bad_write "$p" $((lo[$p] - 1))
 	bad_write "$p" $((hi[$p] + 1))
 	bad_write "$p" 12abc
@@ -278,7 +281,7 @@ bad_write prefetch ""
 mnt d || bail "mount d"
 check "a mount made after the refused writes has the last good values" "$new" "$(mopts "$m")"
 # The ends of each range are accepted.
-for p in txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_timeout_ms readdir_cache; do
+for p in $nums; do
 	for v in "${lo[$p]}" "${hi[$p]}"; do
 		if err=$( (printf '%s\n' "$v" >"$P/$p") 2>&1) && [ "$(cat "$P/$p")" = "$v" ]; then
 			ok "write $v (an end of the range) to parameters/$p"
