@@ -11,6 +11,7 @@
 #   AHEADFS_SCRATCH=<empty dir> AHEADFS_KO=<aheadfs.ko> selftests/params.sh
 #
 # guest-run: fstypes=ext4 (its subject is the module, not the lower)
+# guest-run: run by ksft-install (by run_kselftest.sh, once a kernel)
 set -u
 # Installed for run_kselftest.sh and run with no lower: aheadfs_env.sh makes one.
 [ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
