@@ -83,7 +83,13 @@ static const struct object objects[] = {
 "  apply [-c FILE] [--dev DEV | --devpath DEVPATH] [--skip-bios]\n"
 "      apply /etc/aheadctl/aheadctl.conf: NIC placement, XPS and irqbalance\n"
 "      ban, aheadfs tunables, block queue settings; checks the snoop mode;\n"
-"      absent devices are skipped (--dev: one device's sections, for udev)\n" },
+"      absent devices are skipped (--dev: one device's sections, for udev);\n"
+"      records each value it replaces in /var/lib/aheadctl/apply-state.json\n" },
+	{ "revert", cmd_revert,
+"  revert\n"
+"      put back what apply replaced (IRQ affinity, XPS, the irqbalance ban,\n"
+"      aheadfs tunables, block queue settings), newest first, each said;\n"
+"      exit 1 when there is nothing to revert\n" },
 	{ "verify", cmd_verify,
 "  verify [-c FILE] [--dev DEV]\n"
 "      what drifted from the config, each with its fix; exit 1 on drift\n" },
