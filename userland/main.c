@@ -56,8 +56,10 @@ static const struct object objects[] = {
 "      bandwidth (MB/s) and idle and loaded latency (ns) matrices, CPU node x\n"
 "      memory node: one thread per CPU of the CPU node, each with its own\n"
 "      SIZE buffer on the memory node (default: twice the last-level cache,\n"
-"      at least 64M); best of R runs (3) of S seconds (1); flags a\n"
-"      remote/local bandwidth ratio below 0.25.  -n prints the plan only.\n" },
+"      at least 64M); best of R runs (3) of S seconds (1); and the\n"
+"      cache-to-cache transfer latency (ns), writer node x reader node (a\n"
+"      line one CPU modifies, another reads); flags a remote/local\n"
+"      bandwidth ratio below 0.25.  -n prints the plan only.\n" },
 	{ "fs", cmd_fs,
 "  fs show [MNT]\n"
 "  fs set MNT KEY=VALUE\n"
