@@ -769,14 +769,14 @@ if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loada
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_meta at_meta_ops at_prefetch at_read" \
+check "maps and links pinned" "ahead_cgroup ahead_config ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_meta at_meta_ops at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
 check "five raw tracepoint links attached, nothing else" "5 0" \
 	"$("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length') $("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "perf_event")] | length')"
-# Filter on this mount through the pinned config map (struct at_config).
+# Filter on this mount through the pinned config map (struct at_config, 40 bytes).
 le32() { printf '%02x %02x %02x %02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
 "$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
-	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 28)) 2>"$log/update.err"
+	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 36)) 2>"$log/update.err"
 check "config map update" "" "$(cat "$log/update.err")"
 # A second mount of the same lower: another device, filtered out.
 mkdir -p "$work/mnt2"
@@ -802,6 +802,7 @@ check "bpftool dump: keys are BTF-formatted" "dev op" \
 # at_meta_ops fills and at_meta then leaves alone.
 "$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
 	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 20)) 80 00 00 00 00 00 00 00 \
+	00 00 00 00 00 00 00 00 \
 	2>"$log/update.err"
 check "config map update: flags 128" "" "$(cat "$log/update.err")"
 dd if="$mnt/big" of=/dev/null bs=4096 count=5 status=none
