@@ -430,7 +430,7 @@ case " $parts " in *" a "*)
 	layers="lower aheadfs"
 	if [ "$trace" = 1 ]; then
 		mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
-		tracer_start hist hist -m "$work/ahfs" -o unlink,lookup,readdir
+		tracer_start hist hist --mount "$work/ahfs" -o unlink,lookup,readdir
 		tracer_start vfs vfs -d "$work/ahfs" -d "$xfs"
 		# Only aheadfs's rounds: the xfs device's VFS calls are then
 		# exactly what aheadfs sent down.
@@ -452,7 +452,7 @@ case " $parts " in *" a "*)
 	done
 	if [ -n "$tracers" ]; then
 		tracer_stop
-		{ echo "# aheadtrace hist -m $work/ahfs -o unlink,lookup,readdir, kernel $rel, during part (a), aheadfs's rounds"
+		{ echo "# aheadtrace hist --mount $work/ahfs -o unlink,lookup,readdir, kernel $rel, during part (a), aheadfs's rounds"
 		  cat "$work/hist.txt"
 		  echo
 		  echo "# aheadtrace vfs -d $work/ahfs -d $xfs ($(mountpoint -d "$work/ahfs") aheadfs, $(mountpoint -d "$xfs") xfs), the same rounds"

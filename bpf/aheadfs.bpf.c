@@ -6,7 +6,8 @@
  * arguments, the name is read from the dentry the tracepoint passes with
  * CO-RE against vmlinux BTF, so no module BTF is needed (6.1's module has
  * none); runtime filters live in the ahead_config map because bpftool
- * cannot set .rodata.
+ * cannot set .rodata (the cgroup filter's flag too: libbpf-tools keep it
+ * in .rodata, which would make the object unloadable by bpftool alone).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -82,11 +83,35 @@ struct {
 	__type(value, __u64);
 } ahead_lost SEC(".maps");
 
+/*
+ * --cgroup: the cgroup v2 directory whose tasks (and its descendants')
+ * are traced, when flags has AT_CFG_CGROUP.  aheadtrace puts the
+ * directory's descriptor here; bpftool has no way to, so its users trace
+ * every cgroup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ahead_cgroup SEC(".maps");
+
 static __always_inline struct at_config *at_cfg(void)
 {
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&ahead_config, &zero);
+}
+
+/* The process filters: -p (tgid) and --cgroup, for the log and the histograms. */
+static __always_inline bool task_wanted(const struct at_config *c)
+{
+	if (c->tgid && c->tgid != (__u32)(bpf_get_current_pid_tgid() >> 32))
+		return false;
+	if ((c->flags & AT_CFG_CGROUP) &&
+	    bpf_current_task_under_cgroup(&ahead_cgroup, 0) != 1)
+		return false;
+	return true;
 }
 
 static __always_inline bool wanted(const struct at_config *c, __u32 dev,
@@ -96,7 +121,15 @@ static __always_inline bool wanted(const struct at_config *c, __u32 dev,
 		return false;
 	if (c->ops_mask && op < 64 && !(c->ops_mask & (1ULL << op)))
 		return false;
-	return true;
+	return task_wanted(c);
+}
+
+/* A latency in the histograms' unit: the slot is log2 of it. */
+static __always_inline __u64 in_unit(const struct at_config *c, __u64 ns)
+{
+	__u32 unit = c->hist_unit_ns;
+
+	return unit > 1 ? ns / unit : ns;
 }
 
 /* A ring buffer record, or NULL when the oplog filters drop this event. */
@@ -109,8 +142,7 @@ event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
 
 	if (c->flags & AT_CFG_NO_OPLOG)
 		return NULL;
-	if (c->tgid && c->tgid != (__u32)(id >> 32))
-		return NULL;
+	/* The process filters were applied by wanted(). */
 	if (c->min_lat_ns && (!has_latency || latency_ns < c->min_lat_ns))
 		return NULL;
 	e = bpf_ringbuf_reserve(&ahead_events, sizeof(*e), 0);
@@ -437,9 +469,11 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 		if (c->flags & AT_CFG_HIST_PID)
 			k.pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(k.comm, sizeof(k.comm));
-		at_hist_add_key(&ahead_phist, &k, a->latency_ns);
+		at_hist_add_key_in(&ahead_phist, &k, a->latency_ns,
+				   in_unit(c, a->latency_ns));
 	} else if (!(c->flags & (AT_CFG_NO_HIST | AT_CFG_HIST_OPS))) {
-		at_hist_add(&ahead_hist, dev, op, a->latency_ns);
+		at_hist_add_in(&ahead_hist, dev, op, a->latency_ns,
+			       in_unit(c, a->latency_ns));
 	}
 	/* Reads and copies are logged from their own, richer tracepoints. */
 	if ((c->flags & AT_CFG_NO_OPLOG) || op == AT_OP_read ||
@@ -473,10 +507,11 @@ int at_meta_ops(struct bpf_raw_tracepoint_args *ctx)
 	struct at_hist *h;
 
 	if (!c || !(c->flags & AT_CFG_HIST_OPS) || c->dev != a->dev ||
-	    (c->ops_mask && !((c->ops_mask >> (op & 63)) & 1)))
+	    (c->ops_mask && !((c->ops_mask >> (op & 63)) & 1)) ||
+	    ((c->tgid || (c->flags & AT_CFG_CGROUP)) && !task_wanted(c)))
 		return 0;
 	h = bpf_map_lookup_elem(&ahead_ophist, &op);
 	if (h)
-		at_hist_count(h, a->latency_ns);
+		at_hist_count_in(h, a->latency_ns, in_unit(c, a->latency_ns));
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -35,6 +36,7 @@
 #define AHEADFS_MAGIC	0xa4ead0f5
 #define MAX_KEYS	AT_MAX_PHISTS
 #define AT_RINGBUF_MAX	(1L << 30)	/* oplog -b: bytes at most */
+#define CGROUP2_MAGIC	0x63677270	/* statfs(2) of a cgroup v2 directory */
 
 static const char *const meta_names[] = {
 #define X(n) #n,
@@ -75,7 +77,12 @@ static struct env {
 	bool kprobe;			/* vfs --kprobe */
 	__u32 devs[AT_MAX_DEVS];
 	int ndevs;
-} env;
+	__u32 hist_unit_ns;		/* hist -m (1000000), -u (1000); 0: ns */
+	long duration;			/* oplog -d: seconds; 0: until Ctrl-C */
+	bool csv;			/* oplog -c */
+	const char *cgroup;		/* --cgroup PATH */
+	int cgroup_fd;
+} env = { .cgroup_fd = -1 };
 
 static volatile sig_atomic_t exiting;
 static struct timespec t_start;
@@ -86,9 +93,12 @@ static const char usage_text[] =
 "Usage: aheadtrace VERB [OPTIONS] [INTERVAL [COUNT]]\n"
 "Trace aheadfs live with eBPF.\n"
 "\n"
-"  hist      [-m MNT] [-o OPS] [-P|-C] [-j] [--prom FILE] [INTERVAL [COUNT]]\n"
-"            latency histograms (log2, nanoseconds) per device and operation\n"
-"  oplog     [-m MNT] [-o OPS] [-p PID] [--min-lat US] [-T] [-P] [-b PAGES] [-j]\n"
+"  hist      [--mount MNT] [-o OPS] [-p PID] [--cgroup PATH] [-m|-u] [-P|-C] [-j]\n"
+"            [--prom FILE] [INTERVAL [COUNT]]\n"
+"            latency histograms (log2, nanoseconds, or with -m milliseconds,\n"
+"            -u microseconds) per device and operation\n"
+"  oplog     [--mount MNT] [-o OPS] [-p PID] [--cgroup PATH] [-m MIN_MS]\n"
+"            [--min-lat US] [-d DURATION] [-T] [-P] [-b PAGES] [-j|-c]\n"
 "            one line per operation: file, offset, size, cached bytes, latency\n"
 "  prefetch  [-m MNT] [-j] [--prom FILE [--top-files N]] [INTERVAL [COUNT]]\n"
 "            prefetch effectiveness per file\n"
@@ -96,16 +106,24 @@ static const char usage_text[] =
 "            VFS-level latency histograms for any filesystem; DEV is\n"
 "            MAJOR:MINOR or a path on the filesystem; fentry, or kprobes\n"
 "            where fentry cannot attach\n"
-"  heatmap   [-m MNT] [-o OP] [-j] [--svg FILE] [INTERVAL [COUNT]]\n"
+"  heatmap   [-m MNT] [-o OP] [--cgroup PATH] [-j] [--svg FILE] [INTERVAL [COUNT]]\n"
 "            one operation's latency over time: a row of log2 buckets per\n"
 "            interval (default 1 s, OP read), drawn with Unicode blocks;\n"
 "            --svg also writes the picture at exit\n"
 "\n"
-"  -m, --mount MNT      only the aheadfs mount at MNT\n"
+"      --mount MNT      only the aheadfs mount at MNT (-m MNT for prefetch\n"
+"                       and heatmap)\n"
 "  -o, --ops OPS        only these operations (comma-separated, e.g. read,unlink;\n"
 "                       heatmap: one)\n"
 "  -p, --pid PID        only this process\n"
-"      --min-lat US     only operations at least US microseconds long\n"
+"      --cgroup PATH    only tasks in this cgroup v2 directory or below it\n"
+"  -m, --min MIN_MS     oplog: only operations at least MIN_MS milliseconds\n"
+"                       long (as fsslower)\n"
+"      --min-lat US     oplog: the same in microseconds\n"
+"  -d, --duration S     oplog: stop after S seconds (as fsslower)\n"
+"  -c, --csv            oplog: comma-separated values (as fsslower)\n"
+"  -m, --milliseconds   hist: histograms in milliseconds (as biolatency)\n"
+"  -u, --microseconds   hist: histograms in microseconds\n"
 "  -T, --timestamp      oplog: a TIME column (HH:MM:SS)\n"
 "  -P, --path           oplog: the path from the mount's root, not the name\n"
 "  -P, --per-process    hist: one histogram per process (PID and COMM)\n"
@@ -263,11 +281,18 @@ static __u64 parse_ops(const char *s)
 
 enum {
 	OPT_MIN_LAT = 256, OPT_PROM, OPT_PATH, OPT_PER_PROCESS, OPT_TOP_FILES,
-	OPT_SVG, OPT_KPROBE,
+	OPT_SVG, OPT_KPROBE, OPT_MOUNT, OPT_MIN_MS, OPT_MSEC, OPT_DURATION,
+	OPT_CSV, OPT_COUNT, OPT_CGROUP,
 };
 
 static const struct option long_opts[] = {
-	{ "mount", required_argument, NULL, 'm' },
+	{ "mount", required_argument, NULL, OPT_MOUNT },
+	{ "min", required_argument, NULL, OPT_MIN_MS },
+	{ "milliseconds", no_argument, NULL, OPT_MSEC },
+	{ "microseconds", no_argument, NULL, 'u' },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "csv", no_argument, NULL, OPT_CSV },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "ops", required_argument, NULL, 'o' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "min-lat", required_argument, NULL, OPT_MIN_LAT },
@@ -278,7 +303,7 @@ static const struct option long_opts[] = {
 	{ "buffer-pages", required_argument, NULL, 'b' },
 	{ "dev", required_argument, NULL, 'd' },
 	{ "interval", required_argument, NULL, 'i' },
-	{ "count", required_argument, NULL, 'c' },
+	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "json", no_argument, NULL, 'j' },
 	{ "prom", required_argument, NULL, OPT_PROM },
 	{ "top-files", required_argument, NULL, OPT_TOP_FILES },
@@ -289,25 +314,50 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Which options each verb takes, by getopt value. */
+/*
+ * A letter's meaning in a verb, where libbpf-tools give it several: -m is
+ * fsslower's minimum latency in oplog, biolatency's milliseconds in hist,
+ * the mount elsewhere (--mount everywhere); -c is fsslower's CSV in oplog,
+ * the count elsewhere; -d fsslower's duration in oplog, the device in vfs;
+ * -P the path in oplog, per process in hist.
+ */
+static int opt_of(enum verb v, int opt)
+{
+	switch (opt) {
+	case 'm':
+		return v == V_OPLOG ? OPT_MIN_MS : v == V_HIST ? OPT_MSEC : OPT_MOUNT;
+	case 'c':
+		return v == V_OPLOG ? OPT_CSV : OPT_COUNT;
+	case 'd':
+		return v == V_OPLOG ? OPT_DURATION : 'd';
+	case 'P':
+		return v == V_OPLOG ? OPT_PATH : OPT_PER_PROCESS;
+	}
+	return opt;
+}
+
+/* Which options each verb takes, by their meaning (opt_of()). */
 static bool verb_takes(enum verb v, int opt)
 {
 	switch (opt) {
 	case 'j': case 'v': case 'h':
 		return true;
-	case 'm':
+	case OPT_MOUNT:
 		return v != V_VFS;
 	case 'o':
 		return v == V_HIST || v == V_OPLOG || v == V_HEATMAP;
-	case 'p': case OPT_MIN_LAT: case 'T': case OPT_PATH: case 'b':
-		return v == V_OPLOG;
-	case 'C': case OPT_PER_PROCESS:
-		return v == V_HIST;
-	case 'P':
+	case 'p':
 		return v == V_OPLOG || v == V_HIST;
+	case OPT_CGROUP:
+		return v == V_OPLOG || v == V_HIST || v == V_HEATMAP;
+	case OPT_MIN_LAT: case OPT_MIN_MS: case 'T': case OPT_PATH: case 'b':
+	case OPT_DURATION: case OPT_CSV:
+		return v == V_OPLOG;
+	case 'C': case OPT_PER_PROCESS: case OPT_MSEC: case 'u':
+		return v == V_HIST;
 	case 'd': case OPT_KPROBE:
 		return v == V_VFS;
-	case 'i': case 'c':
+	case 'i': case OPT_COUNT:
 		return v != V_OPLOG;
 	case OPT_PROM:
 		return v != V_OPLOG && v != V_HEATMAP;
@@ -319,6 +369,7 @@ static bool verb_takes(enum verb v, int opt)
 	return false;
 }
 
+/* The option as typed: its letter, or its long name. */
 static const char *opt_name(int opt)
 {
 	static char buf[32];
@@ -372,7 +423,9 @@ static void parse_args(int argc, char **argv)
 	};
 	const char *dev_args[AT_MAX_DEVS];
 	int opt, i, ndev_args = 0;
-	bool have_interval = false, have_count = false;
+	bool have_interval = false, have_count = false, have_min = false;
+	bool m_letter = false;
+	char optstr[64];
 
 	if (argc < 2)
 		die_usage("missing verb (hist, oplog, prefetch, vfs or heatmap)");
@@ -390,9 +443,14 @@ static void parse_args(int argc, char **argv)
 	argv++;
 	argc--;
 
+	/* hist -m and oplog -c take no argument: libbpf-tools' flags. */
+	snprintf(optstr, sizeof(optstr), ":%so:p:d:i:%sb:jvhuTPC",
+		 env.verb == V_HIST ? "m" : "m:", env.verb == V_OPLOG ? "c" : "c:");
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":m:o:p:d:i:c:b:jvhTPC", long_opts,
-				  NULL)) != -1) {
+	optind = 0;	/* a fresh scan (the host tests parse several times) */
+	while ((opt = getopt_long(argc, argv, optstr, long_opts, NULL)) != -1) {
+		int typed = opt;
+
 		if (opt == '?') {
 			if (optopt)
 				die_usage("unknown option '-%c'", optopt);
@@ -400,14 +458,12 @@ static void parse_args(int argc, char **argv)
 		}
 		if (opt == ':')
 			die_usage("option '%s' needs an argument", argv[optind - 1]);
+		opt = opt_of(env.verb, opt);
 		if (!verb_takes(env.verb, opt))
 			die_usage("option '%s' does not apply to '%s'",
-				  opt_name(opt), verbs[env.verb]);
-		/* One letter, two meanings, as in libbpf-tools. */
-		if (opt == 'P')
-			opt = env.verb == V_OPLOG ? OPT_PATH : OPT_PER_PROCESS;
+				  opt_name(typed), verbs[env.verb]);
 		switch (opt) {
-		case 'm':
+		case OPT_MOUNT:
 			env.mnt = optarg;
 			break;
 		case 'o':
@@ -416,9 +472,45 @@ static void parse_args(int argc, char **argv)
 		case 'p':
 			env.pid = parse_num("pid", optarg, 1, INT_MAX);
 			break;
+		case OPT_MIN_MS:
+			/*
+			 * oplog -m was the mount before fsslower's meaning
+			 * won: a path is still taken as one, with a word.
+			 */
+			if (typed == 'm' && (optarg[0] == '/' || optarg[0] == '.')) {
+				fprintf(stderr, "aheadtrace: warning: oplog -m is the least latency in ms now, as in fsslower; '%s' taken as --mount %s\n",
+					optarg, optarg);
+				env.mnt = optarg;
+				break;
+			}
+			if (have_min)
+				die_usage("the least latency given twice (-m MIN_MS and --min-lat US: give one)");
+			env.min_lat_ns = parse_num(typed == 'm' ? "-m MIN_MS" : "--min",
+						   optarg, 0, LONG_MAX / 1000000) * 1000000;
+			have_min = true;
+			break;
 		case OPT_MIN_LAT:
+			if (have_min)
+				die_usage("the least latency given twice (-m MIN_MS and --min-lat US: give one)");
 			env.min_lat_ns = parse_num("--min-lat", optarg, 0,
 						   LONG_MAX / 1000) * 1000;
+			have_min = true;
+			break;
+		case OPT_MSEC:
+		case 'u':
+			if (env.hist_unit_ns)
+				die_usage("-m and -u do not combine (one unit)");
+			env.hist_unit_ns = opt == 'u' ? 1000 : 1000000;
+			m_letter = typed == 'm';
+			break;
+		case OPT_DURATION:
+			env.duration = parse_num("duration", optarg, 1, 366L * 86400);
+			break;
+		case OPT_CSV:
+			env.csv = true;
+			break;
+		case OPT_CGROUP:
+			env.cgroup = optarg;
 			break;
 		case 'd':
 			if (ndev_args == AT_MAX_DEVS)
@@ -429,7 +521,7 @@ static void parse_args(int argc, char **argv)
 			env.interval = parse_num("interval", optarg, 1, 86400);
 			have_interval = true;
 			break;
-		case 'c':
+		case OPT_COUNT:
 			env.count = parse_num("count", optarg, 1, LONG_MAX);
 			have_count = true;
 			break;
@@ -479,6 +571,10 @@ static void parse_args(int argc, char **argv)
 	}
 	/* libbpf-tools' positional [interval] [count]. */
 	if (optind < argc && env.verb != V_OPLOG) {
+		/* hist -m MNT, as before -m became biolatency's milliseconds. */
+		if (m_letter && (argv[optind][0] == '/' || argv[optind][0] == '.'))
+			die_usage("hist -m is milliseconds now, as in biolatency: the mount is --mount %s",
+				  argv[optind]);
 		if (have_interval)
 			die_usage("interval given twice (-i and '%s')", argv[optind]);
 		env.interval = parse_num("interval", argv[optind++], 1, 86400);
@@ -495,6 +591,8 @@ static void parse_args(int argc, char **argv)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (env.per_pid && env.per_comm)
 		die_usage("-P and -C do not combine (-P shows the comm too)");
+	if (env.csv && env.json)
+		die_usage("-c and -j do not combine (CSV or JSON lines)");
 	if (env.verb == V_HEATMAP) {
 		if (!env.ops_mask)
 			env.ops_mask = 1ULL << AT_OP_read;
@@ -525,6 +623,16 @@ static void parse_args(int argc, char **argv)
 		if ((unsigned long)sfs.f_type != AHEADFS_MAGIC)
 			die_usage("'%s' is not on an aheadfs mount", env.mnt);
 		env.dev = kdev(st.st_dev);
+	}
+	if (env.cgroup) {
+		struct statfs cfs;
+
+		env.cgroup_fd = open(env.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (env.cgroup_fd < 0)
+			die_usage("--cgroup '%s': %s", env.cgroup, strerror(errno));
+		if (fstatfs(env.cgroup_fd, &cfs) || (unsigned long)cfs.f_type != CGROUP2_MAGIC)
+			die_usage("--cgroup '%s': not a cgroup v2 directory (/sys/fs/cgroup/...)",
+				  env.cgroup);
 	}
 	if (env.svg) {
 		bool existed = !access(env.svg, F_OK);
@@ -752,8 +860,20 @@ static void print_stars(__u64 v, __u64 max, int width)
 		putchar(i < n ? '*' : ' ');
 }
 
+/* hist -m, -u: the unit the slots count in (at_config.hist_unit_ns), at least 1 ns. */
+static __u64 hist_unit(void)
+{
+	return env.hist_unit_ns > 1 ? env.hist_unit_ns : 1;
+}
+
+static const char *hist_unit_name(void)
+{
+	return hist_unit() == 1000000 ? "msecs" : hist_unit() == 1000 ? "usecs" : "nsecs";
+}
+
 static void hist_print(bool vfs)
 {
+	__u64 unit = hist_unit();
 	char dev[32];
 	int i, s;
 
@@ -797,6 +917,8 @@ static void hist_print(bool vfs)
 				json_str(stdout, h->key.comm, AT_COMM_LEN);
 				putchar(',');
 			}
+			if (unit > 1)
+				printf("\"unit\":\"%s\",", unit == 1000 ? "us" : "ms");
 			printf("\"op\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"buckets\":[",
 			       op_name(h->key.op, vfs),
 			       (unsigned long long)cnt,
@@ -804,9 +926,11 @@ static void hist_print(bool vfs)
 			for (s = 0; s < AT_HIST_SLOTS; s++) {
 				if (!d[s])
 					continue;
+				/* In ns whatever the unit: a slot is [2^s, 2^(s+1)) units. */
 				printf("%s{\"lo_ns\":%llu,\"hi_ns\":%llu,\"count\":%llu}",
 				       first ? "" : ",",
-				       s ? 1ULL << s : 0ULL, (2ULL << s) - 1,
+				       (s ? 1ULL << s : 0ULL) * unit,
+				       (2ULL << s) * unit - 1,
 				       (unsigned long long)d[s]);
 				first = false;
 			}
@@ -821,10 +945,15 @@ static void hist_print(bool vfs)
 
 			printf(" comm %s", comm_str(h->key.comm, comm));
 		}
-		printf(" op %s: count %llu, average %.1f us\n",
-		       op_name(h->key.op, vfs), (unsigned long long)cnt,
-		       sum / 1000.0 / cnt);
-		printf("%24s : %-10s distribution\n", "nsecs", "count");
+		if (unit == 1000000)
+			printf(" op %s: count %llu, average %.3f ms\n",
+			       op_name(h->key.op, vfs), (unsigned long long)cnt,
+			       sum / 1e6 / cnt);
+		else
+			printf(" op %s: count %llu, average %.1f us\n",
+			       op_name(h->key.op, vfs), (unsigned long long)cnt,
+			       sum / 1000.0 / cnt);
+		printf("%24s : %-10s distribution\n", hist_unit_name(), "count");
 		for (s = lo; s >= 0 && s <= hi; s++) {
 			char range[40];
 
@@ -863,7 +992,7 @@ static void prom_write_hists(FILE *f, bool vfs)
 			cum += h->cur.slots[s];
 			fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"%.9g\"} %llu\n",
 				m, dev, lbl, op_name(h->key.op, vfs),
-				(double)(2ULL << s) * 1e-9,
+				(double)(2ULL << s) * hist_unit() * 1e-9,
 				(unsigned long long)cum);
 		}
 		fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"+Inf\"} %llu\n",
@@ -1249,31 +1378,99 @@ static void out_flush(void)
 	out_len = 0;
 }
 
-static void text_line(const struct at_event *e, const char *op,
-		      const char *dev, const char *name, size_t name_max)
+/* -T: the wall-clock time of a record, HH:MM:SS. */
+static const char *clock_of(const struct at_event *e)
 {
 	static time_t ts_sec = -1;
 	static char ts[16];
+	__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
+	time_t t = ns / 1000000000;
+
+	/* localtime_r once a second, not once a record. */
+	if (t != ts_sec) {
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+		ts_sec = t;
+	}
+	return ts;
+}
+
+static void text_line(const struct at_event *e, const char *op,
+		      const char *dev, const char *name, size_t name_max)
+{
 	char *end;
 
-	if (env.timestamp) {
-		__s64 ns = (__s64)e->ts_ns + real_minus_mono_ns;
-		time_t t = ns / 1000000000;
-
-		/* localtime_r once a second, not once a record. */
-		if (t != ts_sec) {
-			struct tm tm;
-
-			localtime_r(&t, &tm);
-			strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-			ts_sec = t;
-		}
-	}
 	if (sizeof(out_buf) - out_len < AT_LINE_MAX)
 		out_flush();
 	end = at_text_line(&text_cache, out_buf + out_len, e, op, dev, name,
-			   name_max, env.timestamp ? ts : NULL);
+			   name_max, env.timestamp ? clock_of(e) : NULL);
 	out_len = end - out_buf;
+}
+
+/*
+ * oplog -c: fsslower's CSV with oplog's columns.  A field with a comma, a
+ * quote or a blank is quoted (RFC 4180, "" for a quote); a control
+ * character is written '?', as in the text, so a record is one line.
+ */
+static const char csv_header[] =
+	"ENDTIME_ns,PID,TID,COMM,OP,DEV,INO,OFFSET_b,BYTES,PRESENT,ABSENT,"
+	"LATENCY_us,RET,FILE,WINDOW,INO_OUT,OFFSET_OUT\n";
+
+static void csv_str(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max), i;
+	bool quote = false;
+
+	for (i = 0; i < n; i++)
+		quote |= s[i] == ',' || s[i] == '"' || s[i] == ' ';
+	if (quote)
+		putchar('"');
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (c == '"')
+			fputs("\"\"", stdout);
+		else
+			putchar(c < 0x20 || c == 0x7f ? '?' : c);
+	}
+	if (quote)
+		putchar('"');
+}
+
+static void csv_line(const struct at_event *e, const char *op, const char *dev,
+		     const char *name)
+{
+	bool timed = e->kind != AT_KIND_PREFETCH;
+
+	if (env.timestamp)
+		printf("%s,", clock_of(e));
+	printf("%llu,%u,%u,", (unsigned long long)e->ts_ns, e->pid, e->tid);
+	csv_str(e->comm, sizeof(e->comm));
+	printf(",%s,%s,%llu,", op, dev, (unsigned long long)e->ino);
+	if (e->kind != AT_KIND_META)
+		printf("%lld,%llu", (long long)e->pos, (unsigned long long)e->len);
+	else
+		putchar(',');
+	if (e->kind == AT_KIND_READ)
+		printf(",%llu,%llu,", (unsigned long long)e->present,
+		       (unsigned long long)e->absent);
+	else
+		fputs(",,,", stdout);
+	if (timed)
+		printf("%llu.%03llu,%lld,", (unsigned long long)e->latency_ns / 1000,
+		       (unsigned long long)e->latency_ns % 1000, (long long)e->ret);
+	else
+		fputs(",,", stdout);
+	csv_str(name, AT_PATH_LEN + 8);
+	if (e->kind == AT_KIND_PREFETCH)
+		printf(",%llu,,\n", (unsigned long long)e->window);
+	else if (e->kind == AT_KIND_COPY)
+		printf(",,%llu,%lld\n", (unsigned long long)e->ino_out,
+		       (long long)e->pos_out);
+	else
+		fputs(",,,\n", stdout);
 }
 
 static const char *op_of(const struct at_event *e)
@@ -1290,6 +1487,23 @@ static const char *op_of(const struct at_event *e)
 	}
 }
 
+/* oplog's first line: the columns (CSV's with -c), none for JSON lines. */
+static void oplog_header(void)
+{
+	if (env.csv) {
+		printf("%s%s", env.timestamp ? "TIME," : "", csv_header);
+	} else if (!env.json) {
+		if (env.timestamp)
+			printf("%-8s ", "TIME");
+		printf("%-7s %-7s %-16s %-10s %-8s %-10s %14s %12s %12s %12s %10s %6s %s\n",
+		       "PID", "TID", "COMM", "OP", "DEV", "INO",
+		       "OFFSET", "SIZE", "PRESENT", "ABSENT",
+		       "LAT(ms)", "RET", env.paths ? "PATH" : "FILENAME");
+	}
+	/* The lines go through out_buf, after this. */
+	fflush(stdout);
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct at_event *e = data;
@@ -1299,6 +1513,12 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	events++;
+	if (env.csv) {
+		fmt_dev(e->dev, dev, sizeof(dev));
+		event_name(e, name, sizeof(name));
+		csv_line(e, op_of(e), dev, name);
+		return 0;
+	}
 	/*
 	 * A name alone, the usual case, is used where it lies: the program
 	 * ends it within AT_NAME_MAX bytes.
@@ -1728,6 +1948,37 @@ static void heatmap(int fd)
 	free(heat);
 }
 
+/*
+ * Records the ring buffer had no room for: said while tracing (once a
+ * second at most, what was lost since the last word, and the total), and
+ * the total at exit.
+ */
+static __u64 lost_said;
+
+static void lost_report(__u64 total, bool final)
+{
+	if (final) {
+		if (total)
+			fprintf(stderr, "aheadtrace: %llu events lost (ring buffer full)\n",
+				(unsigned long long)total);
+		return;
+	}
+	if (total <= lost_said)
+		return;
+	/* After the lines before the loss, not among them. */
+	out_flush();
+	fflush(stdout);
+	fprintf(stderr, "aheadtrace: lost %llu events (ring buffer full; %llu in all): a larger -b, or fewer operations (-o, -p, -m)\n",
+		(unsigned long long)(total - lost_said), (unsigned long long)total);
+	lost_said = total;
+}
+
+/* oplog -d: the run is over at @t seconds since the start. */
+static bool past_duration(double t)
+{
+	return env.duration && t >= env.duration;
+}
+
 /* ahead_lost summed over every possible CPU, however many there are. */
 static __u64 lost_events(int fd, int ncpu)
 {
@@ -1749,12 +2000,42 @@ static __u64 lost_events(int fd, int ncpu)
 	return sum;
 }
 
-static int run_aheadfs(void)
+/* What the options ask of the programs: ahead_config's one entry. */
+static struct at_config make_config(void)
 {
 	struct at_config cfg = {
 		.dev = env.dev, .tgid = env.pid, .min_lat_ns = env.min_lat_ns,
-		.ops_mask = env.ops_mask,
+		.ops_mask = env.ops_mask, .hist_unit_ns = env.hist_unit_ns,
 	};
+
+	switch (env.verb) {
+	case V_HIST:
+	case V_HEATMAP:
+		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_FILES;
+		if (env.per_pid)
+			cfg.flags |= AT_CFG_HIST_PID;
+		else if (env.per_comm)
+			cfg.flags |= AT_CFG_HIST_COMM;
+		else if (env.dev)
+			cfg.flags |= AT_CFG_HIST_OPS;
+		break;
+	case V_PREFETCH:
+		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_HIST;
+		break;
+	default:
+		cfg.flags = AT_CFG_NO_HIST | AT_CFG_NO_FILES;
+		if (env.paths)
+			cfg.flags |= AT_CFG_PATHS;
+		break;
+	}
+	if (env.cgroup)
+		cfg.flags |= AT_CFG_CGROUP;
+	return cfg;
+}
+
+static int run_aheadfs(void)
+{
+	struct at_config cfg = make_config();
 	struct aheadfs_bpf *skel;
 	struct ring_buffer *rb = NULL;
 	__u32 zero = 0;
@@ -1766,13 +2047,6 @@ static int run_aheadfs(void)
 	switch (env.verb) {
 	case V_HIST:
 	case V_HEATMAP:
-		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_FILES;
-		if (env.per_pid)
-			cfg.flags |= AT_CFG_HIST_PID;
-		else if (env.per_comm)
-			cfg.flags |= AT_CFG_HIST_COMM;
-		else if (env.dev)
-			cfg.flags |= AT_CFG_HIST_OPS;
 		hist_by_op = cfg.flags & AT_CFG_HIST_OPS;
 		/* By op, at_meta_ops counts alone; at_meta has nothing to do. */
 		bpf_program__set_autoload(skel->progs.at_meta, !hist_by_op);
@@ -1782,16 +2056,12 @@ static int run_aheadfs(void)
 		bpf_program__set_autoload(skel->progs.at_copy, false);
 		break;
 	case V_PREFETCH:
-		cfg.flags = AT_CFG_NO_OPLOG | AT_CFG_NO_HIST;
 		bpf_program__set_autoload(skel->progs.at_copy, false);
 		bpf_program__set_autoload(skel->progs.at_meta, false);
 		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
 		break;
 	default:
-		cfg.flags = AT_CFG_NO_HIST | AT_CFG_NO_FILES;
 		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
-		if (env.paths)
-			cfg.flags |= AT_CFG_PATHS;
 		break;
 	}
 	/* The other verbs log nothing: one page, the smallest ring buffer. */
@@ -1805,6 +2075,11 @@ static int run_aheadfs(void)
 		load_error(err, "the aheadfs programs");
 	/* The reader is woken at a quarter of the ring: no query per record. */
 	cfg.wake_bytes = bpf_map__max_entries(skel->maps.ahead_events) / 4;
+	/* The cgroup first: the flag that reads it comes with the config. */
+	if (env.cgroup_fd >= 0 &&
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.ahead_cgroup), &zero,
+				&env.cgroup_fd, BPF_ANY))
+		die("cannot set the --cgroup filter: %s", strerror(errno));
 	err = bpf_map_update_elem(bpf_map__fd(skel->maps.ahead_config), &zero,
 				  &cfg, BPF_ANY);
 	if (err)
@@ -1840,24 +2115,20 @@ static int run_aheadfs(void)
 		break;
 	default: {
 		int ncpu = libbpf_num_possible_cpus();
-		__u64 lost;
+		int lost_fd = bpf_map__fd(skel->maps.ahead_lost);
+		double lost_at = 1;
 
 		rb = ring_buffer__new(bpf_map__fd(skel->maps.ahead_events),
 				      on_event, NULL, NULL);
 		if (!rb)
 			die("cannot open the ring buffer: %s", strerror(errno));
-		if (!env.json) {
-			if (env.timestamp)
-				printf("%-8s ", "TIME");
-			printf("%-7s %-7s %-16s %-10s %-8s %-10s %14s %12s %12s %12s %10s %6s %s\n",
-			       "PID", "TID", "COMM", "OP", "DEV", "INO",
-			       "OFFSET", "SIZE", "PRESENT", "ABSENT",
-			       "LAT(ms)", "RET", env.paths ? "PATH" : "FILENAME");
-			/* The lines go through out_buf, after this. */
-			fflush(stdout);
-		}
-		announce("aheadfs operations");
-		while (!exiting) {
+		oplog_header();
+		if (env.duration)
+			fprintf(stderr, "Tracing aheadfs operations for %ld s... Hit Ctrl-C to end.\n",
+				env.duration);
+		else
+			announce("aheadfs operations");
+		while (!exiting && !past_duration(elapsed())) {
 			err = ring_buffer__poll(rb, AT_POLL_MS);
 			if (err < 0 && err != -EINTR)
 				die("ring buffer: %s", strerror(-err));
@@ -1871,16 +2142,17 @@ static int run_aheadfs(void)
 				die("ring buffer: %s", strerror(-err));
 			out_flush();
 			fflush(stdout);
+			if (elapsed() >= lost_at) {
+				lost_report(lost_events(lost_fd, ncpu), false);
+				lost_at = elapsed() + 1;
+			}
 		}
 		/* Everything that fired before Ctrl-C is printed. */
 		detach_all();
 		ring_buffer__consume(rb);
 		out_flush();
 		fflush(stdout);
-		lost = lost_events(bpf_map__fd(skel->maps.ahead_lost), ncpu);
-		if (lost)
-			fprintf(stderr, "aheadtrace: %llu events lost (ring buffer full)\n",
-				(unsigned long long)lost);
+		lost_report(lost_events(lost_fd, ncpu), true);
 		fprintf(stderr, "%llu events\n", (unsigned long long)events);
 		ring_buffer__free(rb);
 	}

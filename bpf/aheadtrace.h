@@ -186,7 +186,7 @@ struct at_mount_stats {
 /* ahead_config (array, one entry): runtime filters; zero traces everything. */
 struct at_config {
 	__u32 dev;		/* 0: every aheadfs mount */
-	__u32 tgid;		/* 0: every process (oplog only) */
+	__u32 tgid;		/* 0: every process (oplog and the histograms) */
 	__u64 min_lat_ns;	/* oplog: only operations at least this slow */
 	__u64 ops_mask;		/* 0: every op; else bit (1 << op) selects op */
 	__u32 flags;		/* AT_CFG_* */
@@ -195,6 +195,12 @@ struct at_config {
 	 * quarter of the ring, asked of the ring buffer per record).
 	 */
 	__u32 wake_bytes;
+	/*
+	 * Histogram slots count log2 of the latency in this many ns (0 or
+	 * 1: ns; 1000: us; 1000000: ms); sum_ns stays in ns.
+	 */
+	__u32 hist_unit_ns;
+	__u32 pad;
 };
 
 #define AT_CFG_NO_HIST		(1U << 0)
@@ -205,6 +211,7 @@ struct at_config {
 #define AT_CFG_HIST_PID		(1U << 5)	/* hist into ahead_phist by pid */
 #define AT_CFG_HIST_COMM	(1U << 6)	/* hist into ahead_phist by comm */
 #define AT_CFG_HIST_OPS		(1U << 7)	/* hist into ahead_ophist: dev set */
+#define AT_CFG_CGROUP		(1U << 8)	/* only tasks under ahead_cgroup[0] */
 
 /* vfs_config (array, one entry): 0 traces every device, 1 only vfs_devs. */
 struct at_vfs_config {

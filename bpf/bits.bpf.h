@@ -25,10 +25,13 @@ static __always_inline __u32 at_log2(__u64 v)
 	return v >= (1ULL << 32) ? AT_L2_16(v >> 32, 0) + 32 : AT_L2_16(v, 0);
 }
 
-/* Count one operation of @ns nanoseconds in @h. */
-static __always_inline void at_hist_count(struct at_hist *h, __u64 ns)
+/*
+ * Count one operation of @ns nanoseconds in @h, in the slot of @v: @ns in
+ * the histogram's unit (at_config.hist_unit_ns).
+ */
+static __always_inline void at_hist_count_in(struct at_hist *h, __u64 ns, __u64 v)
 {
-	__u32 slot = at_log2(ns);
+	__u32 slot = at_log2(v);
 
 	if (slot >= AT_HIST_SLOTS)
 		slot = AT_HIST_SLOTS - 1;
@@ -37,9 +40,14 @@ static __always_inline void at_hist_count(struct at_hist *h, __u64 ns)
 	__sync_fetch_and_add(&h->sum_ns, ns);
 }
 
+static __always_inline void at_hist_count(struct at_hist *h, __u64 ns)
+{
+	at_hist_count_in(h, ns, ns);
+}
+
 /* The same in the histogram at @key of a hash, made on first use. */
-static __always_inline void at_hist_add_key(void *map, const void *key,
-					    __u64 ns)
+static __always_inline void at_hist_add_key_in(void *map, const void *key,
+					       __u64 ns, __u64 v)
 {
 	struct at_hist *h;
 
@@ -54,16 +62,28 @@ static __always_inline void at_hist_add_key(void *map, const void *key,
 		if (!h)
 			return;
 	}
-	at_hist_count(h, ns);
+	at_hist_count_in(h, ns, v);
+}
+
+static __always_inline void at_hist_add_key(void *map, const void *key,
+					    __u64 ns)
+{
+	at_hist_add_key_in(map, key, ns, ns);
 }
 
 /* The same in a (dev, op) histogram. */
-static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
-					__u64 ns)
+static __always_inline void at_hist_add_in(void *map, __u32 dev, __u32 op,
+					   __u64 ns, __u64 v)
 {
 	struct at_hist_key key = { .dev = dev, .op = op };
 
-	at_hist_add_key(map, &key, ns);
+	at_hist_add_key_in(map, &key, ns, v);
+}
+
+static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
+					__u64 ns)
+{
+	at_hist_add_in(map, dev, op, ns, ns);
 }
 
 #endif /* AHEADTRACE_BITS_BPF_H */

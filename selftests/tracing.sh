@@ -143,7 +143,7 @@ for mode in legacy ahead; do
 	echo "$mode" >"$sys/prefetch"
 	check "$mode: prefetch mode set" "$mode" "$(cat "$sys/prefetch")"
 	drop_caches
-	if ! start_tracer "oplog-$mode" oplog -m "$mnt" -j; then
+	if ! start_tracer "oplog-$mode" oplog --mount "$mnt" -j; then
 		nok "$mode: aheadtrace oplog attaches"
 		continue
 	fi
@@ -180,7 +180,7 @@ done
 if [ "$absent_seen" -gt 0 ]; then ok "absent bytes were seen ($absent_seen)"; else nok "absent bytes were seen"; fi
 
 # A copy_file_range through aheadfs: one copy record with its offsets.
-if start_tracer oplog-copy oplog -m "$mnt" -j; then
+if start_tracer oplog-copy oplog --mount "$mnt" -j; then
 	stats "$log/c0"
 	xfs_io -f -c "copy_range -s 65536 -d 4096 -l 1048576 $mnt/big" "$mnt/copy" >"$log/copy.err" 2>&1
 	stats "$log/c1"
@@ -197,7 +197,7 @@ fi
 
 # Filters: -p keeps one process, --min-lat drops fast operations.
 echo small >"$lower/small"
-if start_tracer oplog-pid oplog -m "$mnt" -p $$ -j; then
+if start_tracer oplog-pid oplog --mount "$mnt" -p $$ -j; then
 	read -r _ <"$mnt/small"
 	cat "$mnt/small" >/dev/null
 	stop_tracer oplog-pid
@@ -206,7 +206,7 @@ if start_tracer oplog-pid oplog -m "$mnt" -p $$ -j; then
 else
 	nok "oplog -p attaches"
 fi
-if start_tracer oplog-lat oplog -m "$mnt" --min-lat 100000000 -j; then
+if start_tracer oplog-lat oplog --mount "$mnt" --min-lat 100000000 -j; then
 	cat "$mnt/small" >/dev/null
 	stop_tracer oplog-lat
 	check "oplog --min-lat drops faster operations" 0 "$(wc -l <"$log/oplog-lat.out")"
@@ -235,7 +235,7 @@ stopped() {
 [ -n "$evsize" ] || nok "pahole reads struct at_event's size from $at"
 echo off >"$sys/prefetch"
 wait_gone
-if start_tracer lost oplog -m "$mnt" -o read -b 1 -j; then
+if start_tracer lost oplog --mount "$mnt" -o read -b 1 -j; then
 	check "oplog -b 1: the ring buffer is one page ($page bytes)" "$page" "$(ringbuf)"
 	kill -STOP "$tracer"
 	stopped "$tracer" || nok "aheadtrace stops on SIGSTOP"
@@ -256,14 +256,14 @@ else
 	nok "oplog -b 1 attaches"
 fi
 wait_gone
-if start_tracer rb-default oplog -m "$mnt"; then
+if start_tracer rb-default oplog --mount "$mnt"; then
 	check "oplog: the default ring buffer is 4 MiB" 4194304 "$(ringbuf)"
 	stop_tracer rb-default
 else
 	nok "oplog attaches (default ring buffer)"
 fi
 wait_gone
-if start_tracer rb-hist hist -m "$mnt"; then
+if start_tracer rb-hist hist --mount "$mnt"; then
 	check "hist: the unused ring buffer is one page" "$page" "$(ringbuf)"
 	stop_tracer rb-hist
 else
@@ -275,7 +275,7 @@ echo ahead >"$sys/prefetch"
 # 2. Histograms: counts equal operation counts.
 mkdir -p "$lower/d"
 for i in 1 2 3; do echo "$i" >"$lower/d/f$i"; done
-if start_tracer hist hist -m "$mnt" -j; then
+if start_tracer hist hist --mount "$mnt" -j; then
 	stats "$log/h0"
 	dd if="$mnt/big" of=/dev/null bs=4096 count=10 status=none
 	stat "$mnt/d/f1" "$mnt/d/f2" >/dev/null
@@ -300,7 +300,7 @@ if start_tracer hist hist -m "$mnt" -j; then
 else
 	nok "aheadtrace hist attaches"
 fi
-# Without -m every mount is counted, by (device, op) in ahead_hist, where -m
+# Without --mount every mount is counted, by (device, op) in ahead_hist, where --mount
 # counts one mount by op in ahead_ophist: both give this mount's reads.
 majmin="$(stat -c %Hd "$mnt"):$(stat -c %Ld "$mnt")"
 if start_tracer hist-all hist -j; then
@@ -312,7 +312,7 @@ if start_tracer hist-all hist -j; then
 else
 	nok "aheadtrace hist (every mount) attaches"
 fi
-if start_tracer hist-ops hist -m "$mnt" -o unlink,getattr -j; then
+if start_tracer hist-ops hist --mount "$mnt" -o unlink,getattr -j; then
 	stat "$mnt/d/f1" >/dev/null
 	cat "$mnt/d/f1" >/dev/null
 	rm "$mnt/d/f2"
@@ -324,7 +324,7 @@ else
 fi
 
 # Prometheus text format.
-if start_tracer prom hist -m "$mnt" --prom "$log/m.prom"; then
+if start_tracer prom hist --mount "$mnt" --prom "$log/m.prom"; then
 	stat "$mnt/d/f1" >/dev/null
 	stop_tracer prom
 	p=$(grep -E "^aheadfs_op_latency_seconds_count\{dev=\"$id\",op=\"getattr\"\} [1-9]" "$log/m.prom")
@@ -360,7 +360,7 @@ next_scrape() {
 series() { grep -vc '^#' "$1"; }
 pm=aheadfs_prefetch_chunks_total,aheadfs_prefetch_bytes_total,aheadfs_read_requests_total,aheadfs_read_bytes_total,aheadfs_read_present_bytes_total,aheadfs_read_absent_bytes_total,aheadfs_read_from_prefetch_bytes_total
 npm=$(tr , '\n' <<<"$pm" | wc -l)
-if start_tracer prom-files prefetch -m "$mnt" -i 2 --prom "$log/f.prom"; then
+if start_tracer prom-files prefetch --mount "$mnt" -i 2 --prom "$log/f.prom"; then
 	stats "$log/pf0"
 	cat "$mnt"/many/* >/dev/null
 	next_scrape "$log/f.prom" "$log/f1.prom" || nok "prom: rewritten after the first pass"
@@ -394,7 +394,7 @@ rm -rf "$lower/many"
 # --top-files N: per-file series for the N files read most, by dev and ino.
 mkdir -p "$lower/top"
 for i in 1 2 3 4; do head -c $((i * 4096)) /dev/zero >"$lower/top/t$i"; done
-if start_tracer prom-top prefetch -m "$mnt" --prom "$log/t.prom" --top-files 3; then
+if start_tracer prom-top prefetch --mount "$mnt" --prom "$log/t.prom" --top-files 3; then
 	cat "$mnt"/top/t* >/dev/null
 	stop_tracer prom-top
 	check "prom --top-files 3: $npm per-mount series and 3 files x 4 counters" $((npm + 12)) \
@@ -411,7 +411,7 @@ fi
 echo ahead >"$sys/prefetch"
 drop_caches
 ino=$(stat -c %i "$mnt/big")
-if start_tracer prefetch prefetch -m "$mnt" -j; then
+if start_tracer prefetch prefetch --mount "$mnt" -j; then
 	stats "$log/p0"
 	dd if="$mnt/big" of=/dev/null bs=8650752 count=3 status=none
 	stats "$log/p1"
@@ -497,7 +497,7 @@ echo ahead >"$sys/prefetch"
 # ---------------------------------------------------------------------
 # 5. Names and processes: a scripted workload under two command names
 # (copies of dd, so that comm is theirs) reading known files a known number
-# of times, and a second aheadfs mount that -m must leave out.
+# of times, and a second aheadfs mount that --mount must leave out.
 mkdir -p "$lower/sub/dir" "$work/lower3" "$work/mnt3" "$work/bin"
 head -c 1048576 /dev/zero >"$lower/alpha.dat"
 head -c 1048576 /dev/zero >"$lower/sub/dir/beta.dat"
@@ -526,7 +526,7 @@ want_names="ahtest-reader alpha.dat alpha.dat 3
 ahtest-reader beta.dat sub/dir/beta.dat 2
 ahtest-other alpha.dat alpha.dat 4"
 drop_caches
-if start_tracer names oplog -m "$mnt" -P -j; then
+if start_tracer names oplog --mount "$mnt" -P -j; then
 	stats "$log/n0"
 	workload
 	stats "$log/n1"
@@ -541,7 +541,7 @@ if start_tracer names oplog -m "$mnt" -P -j; then
 		"$(jq -r 'select(.op == "open") | "\(.comm) \(.path)"' "$o" | paste -sd,)"
 	check "names: read records equal stats read_reqs" "$(delta "$log/n0" "$log/n1" read_reqs)" \
 		"$(jq -s 'map(select(.kind == "read")) | length' "$o")"
-	check "names: -m leaves the other mount out" "" \
+	check "names: --mount leaves the other mount out" "" \
 		"$(jq -r "select(.dev != \"$id\" or .name == \"gamma.dat\") | .dev" "$o" | sort -u)"
 	check "names: every event has the name of a file or directory of the workload" "" \
 		"$(jq -r 'select(.ino != 0) | .path // "null"' "$o" | sort -u |
@@ -549,7 +549,7 @@ if start_tracer names oplog -m "$mnt" -P -j; then
 else
 	nok "names: aheadtrace oplog -P attaches"
 fi
-# Without -m the other mount is there, named (the filter above is no
+# Without --mount the other mount is there, named (the filter above is no
 # accident); -T adds a clock time; the text names the file last.
 if start_tracer names-all oplog -T; then
 	workload
@@ -573,7 +573,7 @@ fi
 # first link, and a lookup that found nothing still says what it sought.
 ln "$lower/alpha.dat" "$lower/alpha.link"
 drop_caches
-if start_tracer links oplog -m "$mnt" -j; then
+if start_tracer links oplog --mount "$mnt" -j; then
 	reader ahtest-reader "$mnt/alpha.dat" 1
 	reader ahtest-reader "$mnt/alpha.link" 2
 	stat "$mnt/alpha.link" >/dev/null
@@ -595,7 +595,7 @@ fi
 rm -f "$lower/alpha.link"
 
 # hist -C and -P: per comm and per process, counts exactly the workload's.
-if start_tracer hist-comm hist -m "$mnt" -C -j; then
+if start_tracer hist-comm hist --mount "$mnt" -C -j; then
 	stats "$log/hc0"
 	workload
 	stats "$log/hc1"
@@ -616,7 +616,7 @@ if start_tracer hist-comm hist -m "$mnt" -C -j; then
 else
 	nok "hist -C attaches"
 fi
-if start_tracer hist-pid hist -m "$mnt" -P -j; then
+if start_tracer hist-pid hist --mount "$mnt" -P -j; then
 	workload
 	stop_tracer hist-pid
 	check "hist -P exits 0 on Ctrl-C" 0 $?
@@ -627,7 +627,7 @@ else
 	nok "hist -P attaches"
 fi
 # Positional interval and count: two intervals, then it exits by itself.
-timeout -k 5 120 "$at" hist -m "$mnt" -C 1 2 >"$log/hist-pos.out" 2>"$log/hist-pos.err"
+timeout -k 5 120 "$at" hist --mount "$mnt" -C 1 2 >"$log/hist-pos.out" 2>"$log/hist-pos.err"
 check "hist -C 1 2 exits 0 by itself" 0 $?
 check "hist -C 1 2 prints two intervals" 2 \
 	"$(grep -cE '^[0-2][0-9]:[0-5][0-9]:[0-6][0-9]$' "$log/hist-pos.out")"
@@ -664,7 +664,7 @@ wait_cols() {
 	done
 	return 1
 }
-if [ -n "$heat_ok" ] && start_tracer heat heatmap -m "$work/dmnt" -o read -j --svg "$log/heat.svg" 1; then
+if [ -n "$heat_ok" ] && start_tracer heat heatmap --mount "$work/dmnt" -o read -j --svg "$log/heat.svg" 1; then
 	dd if="$work/dmnt/file" of=/dev/null bs=4096 count=20 iflag=direct status=none
 	cut=$(( $(hcols) + 2 ))
 	wait_cols "$cut" || nok "heatmap: two columns close the first pass"
@@ -716,7 +716,7 @@ fi
 if [ -n "$heat_ok" ]; then
 	dmsetup load ahtest-delay --table "0 $dsz delay $dloop 0 0" && dmsetup suspend ahtest-delay &&
 		dmsetup resume ahtest-delay
-	if start_tracer heat-text heatmap -m "$work/dmnt" 1; then
+	if start_tracer heat-text heatmap --mount "$work/dmnt" 1; then
 		dd if="$work/dmnt/file" of=/dev/null bs=4096 count=5 iflag=direct status=none
 		stop_tracer heat-text
 		check "heatmap (text) exits 0 on Ctrl-C" 0 $?
@@ -731,7 +731,7 @@ if [ -n "$heat_ok" ]; then
 	else
 		nok "heatmap (text) attaches"
 	fi
-	timeout -k 5 120 "$at" heatmap -m "$work/dmnt" 1 2 >"$log/heat-count.out" 2>"$log/heat-count.err"
+	timeout -k 5 120 "$at" heatmap --mount "$work/dmnt" 1 2 >"$log/heat-count.out" 2>"$log/heat-count.err"
 	check "heatmap 1 2 exits 0 by itself" 0 $?
 	check "heatmap 1 2 prints a header and two rows" 4 "$(wc -l <"$log/heat-count.out")"
 fi
@@ -753,7 +753,7 @@ rm -f "$work/delay.img"
 # ---------------------------------------------------------------------
 # 6. aheadtrace leaves nothing behind, after Ctrl-C and after SIGTERM.
 if wait_gone; then ok "nothing left after aheadtrace exits on Ctrl-C"; else nok "nothing left after aheadtrace exits on Ctrl-C" "$(ours)"; fi
-if start_tracer term hist -m "$mnt"; then
+if start_tracer term hist --mount "$mnt"; then
 	stop_tracer term TERM
 	check "aheadtrace exits 0 on SIGTERM" 0 $?
 	if wait_gone; then ok "nothing left after SIGTERM"; else nok "nothing left after SIGTERM" "$(ours)"; fi
@@ -769,14 +769,14 @@ if "$bpftool" prog loadall "$obj" "$pin" pinmaps "$pin" autoattach 2>"$log/loada
 else
 	nok "bpftool prog loadall ... pinmaps ... autoattach" "$(cat "$log/loadall.err")"
 fi
-check "maps and links pinned" "ahead_config ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_meta at_meta_ops at_prefetch at_read" \
+check "maps and links pinned" "ahead_cgroup ahead_config ahead_events ahead_files ahead_hist ahead_lost ahead_mounts ahead_ophist ahead_phist at_copy at_meta at_meta_ops at_prefetch at_read" \
 	"$(ls "$pin" 2>/dev/null | sort | paste -sd' ')"
 check "five raw tracepoint links attached, nothing else" "5 0" \
 	"$("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "raw_tracepoint" and (.tp_name // "" | startswith("aheadfs_")))] | length') $("$bpftool" -j link show 2>/dev/null | jq -r '[.[] | select(.type == "perf_event")] | length')"
-# Filter on this mount through the pinned config map (struct at_config).
+# Filter on this mount through the pinned config map (struct at_config, 40 bytes).
 le32() { printf '%02x %02x %02x %02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
 "$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
-	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 28)) 2>"$log/update.err"
+	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 36)) 2>"$log/update.err"
 check "config map update" "" "$(cat "$log/update.err")"
 # A second mount of the same lower: another device, filtered out.
 mkdir -p "$work/mnt2"
@@ -802,6 +802,7 @@ check "bpftool dump: keys are BTF-formatted" "dev op" \
 # at_meta_ops fills and at_meta then leaves alone.
 "$bpftool" map update pinned "$pin/ahead_config" key 0 0 0 0 \
 	value hex $(le32 "$kdev") $(printf '00 %.0s' $(seq 20)) 80 00 00 00 00 00 00 00 \
+	00 00 00 00 00 00 00 00 \
 	2>"$log/update.err"
 check "config map update: flags 128" "" "$(cat "$log/update.err")"
 dd if="$mnt/big" of=/dev/null bs=4096 count=5 status=none

@@ -24,6 +24,7 @@ void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sysfs_root(void);
 const char *proc_root(void);
 const char *etc_root(void);
+const char *var_root(void);	/* apply's record: VAR/lib/aheadctl/ */
 char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *xcalloc(size_t n, size_t sz);
 char *xstrdup(const char *s);
@@ -172,6 +173,25 @@ char *conf_bios_fix(const struct conf *c, const char *mode);
 int self_run(char *const args[], char **out, bool quiet);
 struct json_t *self_json(char *const args[], int *rc, bool quiet);
 void jvalue(const char *k, const struct json_t *v);	/* re-emits parsed JSON */
+
+/*
+ * undo.c: each value a write replaces, noted before or as it is written:
+ * kept in an undo_log for the verb's own rollback (NULL: not kept), and
+ * sent to apply's journal when apply runs the verb, so that revert puts it
+ * back.  file: a whole file of ours (the policy script), old NULL when it
+ * did not exist.
+ */
+struct undo_log;
+struct state;
+struct undo_log *undo_new(void);
+void undo_note(struct undo_log *l, const char *path, const char *old, const char *what,
+	       bool file);
+void undo_rollback(struct undo_log *l);	/* newest first, said on stderr */
+void undo_free(struct undo_log *l);
+struct state *undo_begin(const char *config);	/* NULL after a message */
+int undo_end(struct state *st, int *added);	/* values recorded, or -1 */
+char *undo_state_path(void);
+int cmd_revert(int argc, char **argv);
 
 /* snapshot.c; doctor_note is doctor.c's (s is malloc'd and kept) */
 int cmd_snapshot(int argc, char **argv);

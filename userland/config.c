@@ -809,28 +809,52 @@ static void apply_nic(struct run *r, const struct conf_sec *s)
 		   rc ? "see the message above" : NULL);
 }
 
+/*
+ * The aheadfs mount of an [fs] section, as 'fs show -j' lists it: its
+ * tunables (a new reference) in *tun, NULL when it is not mounted.  -1
+ * when the mounts cannot be listed (fs show said why): not "absent".
+ */
+static int fs_mount_of(const struct conf_sec *s, json_t **tun)
+{
+	char *list[] = { "-j", "fs", "show", NULL };
+	json_t *mnts;
+	int rc;
+
+	*tun = NULL;
+	mnts = self_json(list, &rc, false);
+	if (rc || !json_is_array(mnts)) {
+		json_decref(mnts);
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(mnts); i++) {
+		json_t *m = json_array_get(mnts, i);
+		const char *mp = json_string_value(json_object_get(m, "mountpoint"));
+
+		if (mp && !strcmp(mp, s->name) && !*tun)
+			*tun = json_incref(json_object_get(m, "tunables"));
+	}
+	json_decref(mnts);
+	return 0;
+}
+
 static void apply_fs(struct run *r, const struct conf_sec *s)
 {
 	char **a = xcalloc(s->nkv + 8, sizeof(char *));
 	int n = 0, rc;
-	json_t *mnts;
-	bool mounted = false;
-	char *list[] = { "-j", "fs", "show", NULL };
+	json_t *tun;
 
 	item_open(s);
-	mnts = self_json(list, &rc, true);
-	for (size_t i = 0; i < json_array_size(mnts); i++) {
-		const char *m = json_string_value(json_object_get(json_array_get(mnts, i),
-								  "mountpoint"));
-
-		mounted |= m && !strcmp(m, s->name);
+	if (fs_mount_of(s, &tun)) {
+		item_close(r, "failed", "the aheadfs mounts cannot be listed (see above)");
+		free(a);
+		return;
 	}
-	json_decref(mnts);
-	if (!mounted) {
+	if (!tun) {
 		skip_absent(r, s, "not an aheadfs mount (yet)");
 		free(a);
 		return;
 	}
+	json_decref(tun);
 	if (g.json)
 		a[n++] = "-j";
 	if (g.dry_run)
@@ -848,20 +872,6 @@ static void apply_fs(struct run *r, const struct conf_sec *s)
 static char *queue_path(const char *dev, const char *key)
 {
 	return xsprintf("%s/class/block/%s/queue/%s", sysfs_root(), dev, key);
-}
-
-/* Puts back block settings 0..n-1 after a failure. */
-static void block_restore(const struct conf_sec *s, char **old, int n)
-{
-	for (int k = n - 1; k >= 0; k--) {
-		char *p = queue_path(s->name, s->kv[k].key);
-
-		if (write_file(p, old[k]))
-			warnx("could not restore %s to %s", p, old[k]);
-		else
-			fprintf(stderr, "aheadctl: restored %s to %s\n", p, old[k]);
-		free(p);
-	}
 }
 
 /* Writes one block setting and reads it back; a malloc'd reason on failure. */
@@ -884,12 +894,14 @@ static char *block_write(const struct conf_sec *s, int k)
 static void apply_block(struct run *r, const struct conf_sec *s)
 {
 	char **old = xcalloc(s->nkv, sizeof(char *)), *msg = NULL;
-	int k, n = 0;
+	struct undo_log *log = undo_new();
+	int k;
 
 	item_open(s);
 	if (!dev_exists("block", s->name)) {
 		skip_absent(r, s, "no such block device");
 		free(old);
+		undo_free(log);
 		return;
 	}
 	for (k = 0; k < s->nkv && !msg; k++) {
@@ -902,10 +914,17 @@ static void apply_block(struct run *r, const struct conf_sec *s)
 		free(p);
 	}
 	for (k = 0; k < s->nkv && !msg; k++) {
-		/* Counted before the write: a refused value may still have taken. */
-		n++;
-		if (!g.dry_run && (msg = block_write(s, k)))
-			break;
+		/* Noted before the write: a refused value may still have taken. */
+		if (!g.dry_run) {
+			char *p = queue_path(s->name, s->kv[k].key);
+			char *what = xsprintf("%s %s", s->name, s->kv[k].key);
+
+			undo_note(log, p, old[k], what, false);
+			free(what);
+			free(p);
+			if ((msg = block_write(s, k)))
+				break;
+		}
 		if (g.json) {
 			jkey(s->kv[k].key);
 			jopen('{');
@@ -919,9 +938,9 @@ static void apply_block(struct run *r, const struct conf_sec *s)
 	}
 	if (msg) {
 		err("[block %s]: %s", s->name, msg);
-		if (!g.dry_run)
-			block_restore(s, old, n);
+		undo_rollback(log);
 	}
+	undo_free(log);
 	item_close(r, msg ? "failed" : g.dry_run ? "dry-run" : "applied",
 		   msg ? "see the message above" : NULL);
 	free(msg);
@@ -993,11 +1012,15 @@ static char *dev_of_devpath(const char *p)
 }
 
 static int parse_apply_args(int argc, char **argv, char **path, char **only,
-			    bool *skip_bios)
+			    bool *skip_bios, bool *strict)
 {
 	for (int i = 0; i < argc; i++) {
 		if (skip_bios && !strcmp(argv[i], "--skip-bios")) {
 			*skip_bios = true;
+			continue;
+		}
+		if (strict && !strcmp(argv[i], "--strict")) {
+			*strict = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -1028,11 +1051,12 @@ static bool selected(const struct run *r, const struct conf_sec *s)
 int cmd_apply(int argc, char **argv)
 {
 	struct run r = { 0 };
-	char *path = NULL, *only = NULL;
+	char *path = NULL, *only = NULL, *state_path = undo_state_path();
+	struct state *st = NULL;
 	struct conf *c;
-	int fd, sel = 0;
+	int fd, sel = 0, recorded = 0, added = 0;
 
-	if (parse_apply_args(argc, argv, &path, &only, &r.skip_bios))
+	if (parse_apply_args(argc, argv, &path, &only, &r.skip_bios, NULL))
 		return EXIT_USAGE;
 	c = conf_read(path);
 	if (!c)
@@ -1046,6 +1070,12 @@ int cmd_apply(int argc, char **argv)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && !g.dry_run)
 		flock(fd, LOCK_EX);
+	/* What apply replaces is recorded for revert, or nothing is written. */
+	if (!g.dry_run && !(st = undo_begin(path))) {
+		if (fd >= 0)
+			close(fd);
+		return EXIT_FAILED;
+	}
 	if (g.json) {
 		jopen('{');
 		jstr("config", path);
@@ -1069,19 +1099,32 @@ int cmd_apply(int argc, char **argv)
 		else
 			apply_bios(&r, s);
 	}
+	if (st) {
+		recorded = undo_end(st, &added);
+		if (recorded < 0)
+			r.failed++;
+	}
 	if (g.json) {
 		jclose();
 		jint("done", r.done);
 		jint("skipped", r.skipped);
 		jint("failed", r.failed);
+		jstr("state", g.dry_run ? NULL : state_path);
+		jint("recorded", recorded > 0 ? recorded : 0);
+		jint("recorded_now", added);
 		jclose();
 		jend();
-	} else if (only && !sel) {
-		printf("nothing configured for %s in %s\n", only, path);
 	} else {
-		printf("%s%d done, %d skipped, %d failed\n", g.dry_run ? "dry run: " : "",
-		       r.done, r.skipped, r.failed);
+		if (only && !sel)
+			printf("nothing configured for %s in %s\n", only, path);
+		else
+			printf("%s%d done, %d skipped, %d failed\n", g.dry_run ? "dry run: " : "",
+			       r.done, r.skipped, r.failed);
+		if (recorded > 0)
+			printf("%d values recorded in %s (%d by this run): 'aheadctl revert' puts them back\n",
+			       recorded, state_path, added);
 	}
+	free(state_path);
 	if (fd >= 0)
 		close(fd);
 	return r.failed ? EXIT_FAILED : 0;
@@ -1091,6 +1134,8 @@ int cmd_apply(int argc, char **argv)
 
 struct drift {
 	int n, ok;
+	bool strict;		/* --strict: an absent device or mount is drift */
+	json_t *skipped;	/* sections skipped as apply skips them */
 };
 
 static void drift(struct drift *d, const struct conf_sec *s, const char *what,
@@ -1118,6 +1163,30 @@ static void fine(struct drift *d, const struct conf_sec *s, const char *what)
 	if (!g.json)
 		printf("ok [%s%s%s] %s\n", s->kind, s->name ? " " : "",
 		       s->name ? s->name : "", what);
+}
+
+/*
+ * A device or mount that is not there: skipped and said once, as apply
+ * skips it (a NIC not probed yet, a mount made later); drift with --strict.
+ */
+static void absent(struct drift *d, const struct conf_sec *s, const char *what,
+		   const char *fix)
+{
+	char *why;
+
+	if (d->strict) {
+		drift(d, s, !strcmp(s->kind, "fs") ? "mount" : "device",
+		      !strcmp(s->kind, "fs") ? "an aheadfs mount" : "present",
+		      !strcmp(s->kind, "fs") ? "not mounted" : "absent", fix);
+		return;
+	}
+	why = xsprintf("%s %s", what, s->name);
+	json_array_append_new(d->skipped, json_pack("{s:s, s:s, s:s}", "kind", s->kind,
+						    "name", s->name, "reason", why));
+	if (!g.json)
+		printf("skipped [%s %s]: %s, as apply skips it (--strict: drift)\n", s->kind,
+		       s->name, why);
+	free(why);
 }
 
 /* Appends to a malloc'd string. */
@@ -1225,8 +1294,9 @@ static void verify_nic(struct drift *d, const struct conf_sec *s)
 	int rc;
 
 	if (!dev_exists("net", s->name)) {
-		drift(d, s, "device", "present", "absent",
-		      "none here: load its driver, or rename the section if the NIC was renamed (ip -br link)");
+		absent(d, s, "no such network device",
+		       "none here: load its driver, or rename the section if the NIC was renamed (ip -br link)");
+		free(owned);
 		return;
 	}
 	show = irq_show_json(s, &rc);
@@ -1266,23 +1336,19 @@ static void verify_nic(struct drift *d, const struct conf_sec *s)
 
 static void verify_fs(struct drift *d, const struct conf_sec *s)
 {
-	char *list[] = { "-j", "fs", "show", NULL };
-	json_t *mnts, *tun = NULL;
 	char *q = shell_quote(s->name);
-	int rc;
+	json_t *tun;
 
-	mnts = self_json(list, &rc, true);
-	for (size_t i = 0; i < json_array_size(mnts); i++) {
-		json_t *m = json_array_get(mnts, i);
-		const char *mp = json_string_value(json_object_get(m, "mountpoint"));
-
-		if (mp && !strcmp(mp, s->name))
-			tun = json_object_get(m, "tunables");
+	if (fs_mount_of(s, &tun)) {
+		drift(d, s, "mount", "an aheadfs mount", "unknown: the mounts cannot be listed (see above)",
+		      "aheadctl fs show (it says why)");
+		free(q);
+		return;
 	}
 	if (!tun) {
 		char *fix = xsprintf("mount -t aheadfs LOWERDIR %s (then aheadctl apply)", q);
 
-		drift(d, s, "mount", "an aheadfs mount", "not mounted", fix);
+		absent(d, s, "not an aheadfs mount (yet)", fix);
 		free(fix);
 	}
 	for (int k = 0; tun && k < s->nkv; k++) {
@@ -1301,15 +1367,15 @@ static void verify_fs(struct drift *d, const struct conf_sec *s)
 		}
 		free(now);
 	}
-	json_decref(mnts);
+	json_decref(tun);
 	free(q);
 }
 
 static void verify_block(struct drift *d, const struct conf_sec *s)
 {
 	if (!dev_exists("block", s->name)) {
-		drift(d, s, "device", "present", "absent",
-		      "none here: check the disk and its driver (lsblk, dmesg)");
+		absent(d, s, "no such block device",
+		       "none here: check the disk and its driver (lsblk, dmesg)");
 		return;
 	}
 	for (int k = 0; k < s->nkv; k++) {
@@ -1368,10 +1434,11 @@ int cmd_verify(int argc, char **argv)
 	struct conf *c;
 	struct run r = { 0 };
 
-	if (parse_apply_args(argc, argv, &path, &only, NULL)) {
-		err("usage: aheadctl [-j] verify [-c FILE] [--dev DEV]");
+	if (parse_apply_args(argc, argv, &path, &only, NULL, &d.strict)) {
+		err("usage: aheadctl [-j] verify [-c FILE] [--dev DEV] [--strict]");
 		return EXIT_USAGE;
 	}
+	d.skipped = json_array();
 	c = conf_read(path);
 	if (!c)
 		return EXIT_FAILED;
@@ -1400,10 +1467,13 @@ int cmd_verify(int argc, char **argv)
 		jclose();
 		jint("count", d.n);
 		jint("ok", d.ok);
+		jvalue("skipped", d.skipped);
 		jclose();
 		jend();
 	} else {
-		printf("%d drifted, %d as configured\n", d.n, d.ok);
+		printf("%d drifted, %d as configured, %zu skipped (absent)\n", d.n, d.ok,
+		       json_array_size(d.skipped));
 	}
+	json_decref(d.skipped);
 	return d.n ? EXIT_FAILED : 0;
 }

@@ -299,8 +299,9 @@ static int fs_set(int argc, char **argv)
 {
 	struct mnt *m;
 	const struct mnt *one;
-	int n, nset = argc - 1, rc = 0, done = 0;
+	int n, nset = argc - 1, rc = 0;
 	char **key, **val, **old, **path;
+	struct undo_log *log;
 
 	if (argc < 2) {
 		err("usage: aheadctl fs set MNT KEY=VALUE [KEY=VALUE...]");
@@ -366,12 +367,19 @@ static int fs_set(int argc, char **argv)
 	}
 	if (g.json)
 		jopen('[');
+	log = undo_new();
 	for (int i = 0; i < nset; i++) {
 		int r = 0;
 		char *now = NULL;
 
 		if (!g.dry_run) {
 			r = write_file(path[i], val[i]);
+			if (!r) {
+				char *what = xsprintf("%s %s", one->dir, key[i]);
+
+				undo_note(log, path[i], old[i], what, false);
+				free(what);
+			}
 			now = r ? NULL : read_file(path[i]);
 			if (!r && (!now || strcmp(now, val[i])))
 				r = -EIO;
@@ -385,7 +393,6 @@ static int fs_set(int argc, char **argv)
 			free(now);
 			break;
 		}
-		done++;
 		if (g.json) {
 			jopen('{');
 			jstr("mountpoint", one->dir);
@@ -400,14 +407,10 @@ static int fs_set(int argc, char **argv)
 		}
 		free(now);
 	}
-	if (rc) {
-		/* Put back what was changed before the failure. */
-		for (int i = done - 1; i >= 0; i--)
-			if (write_file(path[i], old[i]))
-				warnx("could not restore %s to %s", path[i], old[i]);
-			else
-				fprintf(stderr, "aheadctl: restored %s=%s\n", key[i], old[i]);
-	}
+	/* A failure puts back what was changed before it. */
+	if (rc)
+		undo_rollback(log);
+	undo_free(log);
 	if (g.json) {
 		jclose();
 		jend();

@@ -826,7 +826,6 @@ struct plan {
 	bool skipped;		/* managed: left alone */
 	bool pending;		/* effective affinity not moved yet */
 	bool narrowed;		/* effective affinity a subset of the request */
-	bool written;
 };
 
 static int parse_dev_args(int argc, char **argv, const char **dev, int *node,
@@ -856,18 +855,6 @@ static int parse_dev_args(int argc, char **argv, const char **dev, int *node,
 		return EXIT_USAGE;
 	}
 	return 0;
-}
-
-static void rollback(struct plan *p, int n)
-{
-	for (int i = n - 1; i >= 0; i--) {
-		if (!p[i].written)
-			continue;
-		if (write_file(p[i].path, p[i].old))
-			warnx("could not restore %s to %s", p[i].path, p[i].old);
-		else
-			fprintf(stderr, "aheadctl: restored %s to %s\n", p[i].path, p[i].old);
-	}
 }
 
 /*
@@ -923,8 +910,12 @@ static char *policy_text(const struct nic *nic, const char *old)
 	return out;
 }
 
-/* Writes the script atomically; 0, or one message and EXIT_FAILED. */
-static int policy_write(const char *path, const char *text, const char *verb)
+/*
+ * Writes the script atomically, its former text (old, NULL when there was
+ * none) noted for revert; 0, or one message and EXIT_FAILED.
+ */
+static int policy_write(const char *path, const char *old, const char *text,
+			const char *verb)
 {
 	char *dir = xstrdup(path), *tmp;
 
@@ -935,6 +926,7 @@ static int policy_write(const char *path, const char *text, const char *verb)
 		return EXIT_FAILED;
 	}
 	free(dir);
+	undo_note(NULL, path, old, "irqbalance policy script", true);
 	if (write_atomic(path, text, 0755, &tmp)) {
 		int e = errno;
 
@@ -1074,11 +1066,11 @@ static int plan_xps(struct nic *nic, struct plan *plan, struct plan *p, int q)
  * moved yet (pending) or is narrower than asked (the interrupt controller
  * may target one CPU of several) is reported, not undone.
  */
-static int write_irq(struct nic *nic, struct plan *p)
+static int write_irq(struct nic *nic, struct plan *p, struct undo_log *log)
 {
 	struct irq *q = &nic->irqs[p->irq];
 	struct cpus got, eff;
-	char *now, *e;
+	char *now, *e, *what;
 	int r = write_file(p->path, p->val);
 
 	if (r == -EIO || r == -EPERM) {
@@ -1092,7 +1084,9 @@ static int write_irq(struct nic *nic, struct plan *p)
 		    strerror(-r));
 		return EXIT_FAILED;
 	}
-	p->written = true;
+	what = xsprintf("IRQ %d (%s) affinity", q->n, q->name);
+	undo_note(log, p->path, p->old, what, false);
+	free(what);
 	now = read_file(p->path);
 	if (!now || cpulist_parse(now, &got) || !cpus_equal(&got, &p->want)) {
 		err("IRQ %d: wrote %s, read back '%s'", q->n, p->val,
@@ -1118,10 +1112,11 @@ static int write_irq(struct nic *nic, struct plan *p)
 	return 0;
 }
 
-static int write_xps(struct nic *nic, struct plan *plan, struct plan *p)
+static int write_xps(struct nic *nic, struct plan *plan, struct plan *p,
+		     struct undo_log *log)
 {
 	struct cpus got;
-	char *now;
+	char *now, *what;
 	int r;
 
 	xps_follow(nic, plan, p);	/* its IRQ may have turned out managed */
@@ -1131,7 +1126,9 @@ static int write_xps(struct nic *nic, struct plan *plan, struct plan *p)
 		    strerror(-r));
 		return EXIT_FAILED;
 	}
-	p->written = true;
+	what = xsprintf("%s tx-%d XPS", nic->dev, p->queue);
+	undo_note(log, p->path, p->old, what, false);
+	free(what);
 	now = read_file(p->path);
 	if (!now || cpumask_parse(now, &got) || !cpus_equal(&got, &p->want)) {
 		err("tx-%d: wrote XPS mask %s, read back '%s'", p->queue, p->val,
@@ -1164,7 +1161,7 @@ static int ban_first(struct nic *nic, const struct plan *plan, int nplan, char *
 		return 0;
 	old = read_file(path);
 	text = policy_text(nic, old);
-	r = policy_write(path, text, "irq set");
+	r = policy_write(path, old, text, "irq set");
 	free(old);
 	free(text);
 	if (r)
@@ -1273,6 +1270,7 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 	const char *policy;
 	char *banned = NULL;
 	struct cpus on, chosen, allowed;
+	struct undo_log *log;
 	struct plan *plan;
 
 	if (nrest < 2 || strcmp(rest[0], "policy")) {
@@ -1353,17 +1351,20 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 			return EXIT_FAILED;
 	if (ban_first(nic, plan, nplan, &banned))
 		return EXIT_FAILED;
+	log = undo_new();
 
 	for (int i = 0; i < nplan && !g.dry_run && !rc; i++) {
 		if (plan[i].skipped)
 			continue;
-		rc = plan[i].irq >= 0 ? write_irq(nic, &plan[i]) :
-			write_xps(nic, plan, &plan[i]);
+		rc = plan[i].irq >= 0 ? write_irq(nic, &plan[i], log) :
+			write_xps(nic, plan, &plan[i], log);
 	}
 	if (rc) {
-		rollback(plan, nplan);
+		undo_rollback(log);
+		undo_free(log);
 		return rc;
 	}
+	undo_free(log);
 	set_report(nic, plan, nplan, policy, banned);
 	{
 		int npend = 0, nnarrow = 0;
@@ -1391,10 +1392,10 @@ static int irq_ban(struct nic *nic)
 	char *out = policy_text(nic, old);
 	int nb = policy_count(nic, true), r;
 
-	free(old);
 	if (!nb) {
 		err("%s: every IRQ is managed by the kernel; irqbalance leaves them alone already",
 		    nic->dev);
+		free(old);
 		return EXIT_FAILED;
 	}
 	if (g.dry_run) {
@@ -1408,9 +1409,11 @@ static int irq_ban(struct nic *nic)
 		} else {
 			printf("would write %s:\n%s", path, out);
 		}
+		free(old);
 		return 0;
 	}
-	r = policy_write(path, out, "irq ban");
+	r = policy_write(path, old, out, "irq ban");
+	free(old);
 	if (r)
 		return r;
 	if (g.json) {

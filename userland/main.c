@@ -56,8 +56,10 @@ static const struct object objects[] = {
 "      bandwidth (MB/s) and idle and loaded latency (ns) matrices, CPU node x\n"
 "      memory node: one thread per CPU of the CPU node, each with its own\n"
 "      SIZE buffer on the memory node (default: twice the last-level cache,\n"
-"      at least 64M); best of R runs (3) of S seconds (1); flags a\n"
-"      remote/local bandwidth ratio below 0.25.  -n prints the plan only.\n" },
+"      at least 64M); best of R runs (3) of S seconds (1); and the\n"
+"      cache-to-cache transfer latency (ns), writer node x reader node (a\n"
+"      line one CPU modifies, another reads); flags a remote/local\n"
+"      bandwidth ratio below 0.25.  -n prints the plan only.\n" },
 	{ "fs", cmd_fs,
 "  fs show [MNT]\n"
 "  fs set MNT KEY=VALUE\n"
@@ -83,7 +85,13 @@ static const struct object objects[] = {
 "  apply [-c FILE] [--dev DEV | --devpath DEVPATH] [--skip-bios]\n"
 "      apply /etc/aheadctl/aheadctl.conf: NIC placement, XPS and irqbalance\n"
 "      ban, aheadfs tunables, block queue settings; checks the snoop mode;\n"
-"      absent devices are skipped (--dev: one device's sections, for udev)\n" },
+"      absent devices are skipped (--dev: one device's sections, for udev);\n"
+"      records each value it replaces in /var/lib/aheadctl/apply-state.json\n" },
+	{ "revert", cmd_revert,
+"  revert\n"
+"      put back what apply replaced (IRQ affinity, XPS, the irqbalance ban,\n"
+"      aheadfs tunables, block queue settings), newest first, each said;\n"
+"      exit 1 when there is nothing to revert\n" },
 	{ "verify", cmd_verify,
 "  verify [-c FILE] [--dev DEV]\n"
 "      what drifted from the config, each with its fix; exit 1 on drift\n" },

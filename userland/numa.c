@@ -23,6 +23,7 @@
 #define DEFAULT_SIZE (256 * MIB)	/* per thread, when sysfs has no caches */
 #define MIN_SIZE (64 * MIB)	/* per thread, at least, when sized from the LLC */
 #define MEMFREE_USE 0.9		/* of a node's MemFree, at most */
+#define C2C_MIN 2000		/* transfers a cache-to-cache run makes at least */
 
 enum pages { PAGES_DEFAULT, PAGES_THP, PAGES_HUGETLB };
 static const char *const pages_name[] = { "default", "thp", "hugetlb" };
@@ -35,6 +36,7 @@ struct bw_opts {
 	int runs;
 	bool rw;			/* 1:1 read:write, else read only */
 	bool hugepages;
+	bool c2c;			/* the cache-to-cache matrix too (numa bw) */
 };
 
 /* The machine as sysfs (AHEADCTL_SYSFS_ROOT) describes it, and the plan. */
@@ -55,10 +57,12 @@ struct topo {
 	unsigned long long *need;	/* bytes per memory node */
 	unsigned long long nbufs;	/* buffers a memory node holds at once */
 	enum pages pages;
+	int *c2c_w, *c2c_r;		/* n x n: the writer's and reader's CPU; -1: none */
 };
 
 struct result {
 	double *mbps, *idle_ns, *loaded_ns;	/* n x n; -1: no such cell */
+	double *c2c_ns;
 };
 
 static int bufs_per_thread(const struct bw_opts *o)
@@ -245,6 +249,24 @@ static int plan(struct topo *t, const struct bw_opts *o)
 		}
 	}
 	find_llc(t);
+	/*
+	 * Cache-to-cache, cell (i, j): a line written by node i's first CPU
+	 * and read by node j's first (within a node, its second); homed on
+	 * node i.  A node of one CPU has no pair within it.
+	 */
+	t->c2c_w = xcalloc(t->n * t->n, sizeof(int));
+	t->c2c_r = xcalloc(t->n * t->n, sizeof(int));
+	for (int i = 0; i < t->n; i++)
+		for (int j = 0; j < t->n; j++) {
+			int ij = i * t->n + j;
+
+			t->c2c_w[ij] = t->c2c_r[ij] = -1;
+			if (!t->ncpu[i] || !t->ncpu[j] || !t->has_mem[i] ||
+			    (i == j && t->ncpu[i] < 2))
+				continue;
+			t->c2c_w[ij] = cpus_nth(&t->cpus[i], 0);
+			t->c2c_r[ij] = cpus_nth(&t->cpus[j], i == j ? 1 : 0);
+		}
 	if (o->size) {
 		t->size = o->size;
 		t->size_from = "option";
@@ -376,7 +398,7 @@ static int verify_placement(void *buf, size_t size, int node)
 	return 0;
 }
 
-enum job { TOUCH, READ, RW, CHASE };
+enum job { TOUCH, READ, RW, CHASE, BOUNCE };
 
 struct worker {
 	pthread_t tid;
@@ -389,6 +411,8 @@ struct worker {
 	unsigned long long bytes, steps;
 	double elapsed;
 	int err;
+	int side;			/* BOUNCE: the turns it takes, 0 even, 1 odd */
+	struct worker *peer;		/* BOUNCE: the other one, which must run too */
 };
 
 static volatile uint64_t sink;
@@ -459,6 +483,29 @@ static void chase(struct worker *w)
 	sink += (uintptr_t)p;
 }
 
+/*
+ * Two threads take turns on one line: each waits for its turn (the line's
+ * count even or odd), then writes the next count.  Every turn moves the
+ * line, modified, from the other CPU's cache to this one's: a read of a
+ * line modified elsewhere (a HITM), the transfer a snoop mode decides.
+ * They stop together once stop is set and C2C_MIN turns were made.
+ */
+static void bounce(struct worker *w)
+{
+	atomic_ulong *line = (atomic_ulong *)w->src;
+
+	for (;;) {
+		unsigned long v = atomic_load_explicit(line, memory_order_acquire);
+
+		if (v >= C2C_MIN && atomic_load_explicit(w->stop, memory_order_relaxed))
+			break;
+		if ((int)(v & 1) == w->side) {
+			atomic_store_explicit(line, v + 1, memory_order_release);
+			w->steps++;
+		}
+	}
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -478,11 +525,14 @@ static void *work(void *arg)
 		return NULL;
 	}
 	pthread_barrier_wait(w->start);
-	if (w->err)
+	/* A bounce without its peer would wait for its turn for ever. */
+	if (w->err || (w->peer && w->peer->err))
 		return NULL;
 	t0 = now();
 	if (w->job == CHASE)
 		chase(w);
+	else if (w->job == BOUNCE)
+		bounce(w);
 	else
 		stream(w);
 	w->elapsed = now() - t0;
@@ -671,6 +721,42 @@ fail:
 	return -1;
 }
 
+/* Cell (i, j) of the cache-to-cache matrix: ns per transfer, the best of the runs. */
+static int c2c_cell(const struct topo *t, int i, int j, const struct bw_opts *o,
+		    struct result *r)
+{
+	int ij = i * t->n + j, rc = 0;
+	struct worker w[2];
+	struct buf b;
+
+	if (buf_alloc(&b, sysconf(_SC_PAGESIZE), t->node[i], PAGES_DEFAULT))
+		return -1;
+	for (int run = 0; run < o->runs && !rc; run++) {
+		atomic_ulong *line = b.p;
+
+		atomic_store(line, 0);
+		memset(w, 0, sizeof(w));
+		for (int k = 0; k < 2; k++) {
+			w[k].job = BOUNCE;
+			w[k].cpu = k ? t->c2c_r[ij] : t->c2c_w[ij];
+			w[k].src = b.p;
+			w[k].side = k;
+			w[k].peer = &w[!k];
+		}
+		rc = run_workers(w, 2, o->seconds);
+		if (!rc && run == 0)
+			rc = verify_placement(b.p, sysconf(_SC_PAGESIZE), t->node[i]);
+		if (!rc) {
+			double el = w[0].elapsed > w[1].elapsed ? w[0].elapsed : w[1].elapsed;
+			unsigned long turns = atomic_load(line);
+
+			best(&r->c2c_ns[ij], turns && el > 0 ? el * 1e9 / turns : -1, true);
+		}
+	}
+	buf_free(&b);
+	return rc;
+}
+
 static int measure(const struct topo *t, const struct bw_opts *o, struct result *r)
 {
 	int n = t->n;
@@ -678,12 +764,16 @@ static int measure(const struct topo *t, const struct bw_opts *o, struct result 
 	r->mbps = xcalloc(n * n, sizeof(double));
 	r->idle_ns = xcalloc(n * n, sizeof(double));
 	r->loaded_ns = xcalloc(n * n, sizeof(double));
+	r->c2c_ns = xcalloc(n * n, sizeof(double));
 	for (int k = 0; k < n * n; k++)
-		r->mbps[k] = r->idle_ns[k] = r->loaded_ns[k] = -1;
+		r->mbps[k] = r->idle_ns[k] = r->loaded_ns[k] = r->c2c_ns[k] = -1;
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
 			if (t->ncpu[i] && t->has_mem[j] && cell(t, i, j, o, r))
 				return -1;
+	for (int k = 0; o->c2c && k < n * n; k++)
+		if (t->c2c_w[k] >= 0 && c2c_cell(t, k / n, k % n, o, r))
+			return -1;
 	return 0;
 }
 
@@ -824,10 +914,30 @@ static void print_json(const struct topo *t, const struct bw_opts *o,
 		else
 			jint(NULL, t->memfree[j]);
 	jclose();
+	jkey("c2c_cpus");
+	jopen('[');
+	for (int i = 0; i < t->n; i++) {
+		jopen('[');
+		for (int j = 0; j < t->n; j++) {
+			int ij = i * t->n + j;
+
+			if (t->c2c_w[ij] < 0) {
+				jnull(NULL);
+				continue;
+			}
+			jopen('[');
+			jint(NULL, t->c2c_w[ij]);
+			jint(NULL, t->c2c_r[ij]);
+			jclose();
+		}
+		jclose();
+	}
+	jclose();
 	if (r) {
 		json_matrix("mbps", r->mbps, t->n);
 		json_matrix("idle_latency_ns", r->idle_ns, t->n);
 		json_matrix("loaded_latency_ns", r->loaded_ns, t->n);
+		json_matrix("c2c_latency_ns", r->c2c_ns, t->n);
 		if (ratio < 0)
 			jnull("worst_ratio");
 		else
@@ -885,6 +995,26 @@ static void print_plan(const struct topo *t, const struct bw_opts *o)
 			printf(", %lld MiB free", t->memfree[i] >> 20);
 		putchar('\n');
 	}
+	for (int i = 0; i < t->n; i++) {
+		bool any = false;
+
+		printf("cache-to-cache from node %d:", t->node[i]);
+		for (int j = 0; j < t->n; j++) {
+			int ij = i * t->n + j;
+
+			if (t->c2c_w[ij] < 0)
+				continue;
+			printf("%s CPU %d writes, CPU %d (node %d) reads", any ? ";" : "",
+			       t->c2c_w[ij], t->c2c_r[ij], t->node[j]);
+			any = true;
+		}
+		printf("%s\n", any ? "" : t->ncpu[i] == 1 && t->n == 1 ?
+		       " none: one CPU, no other cache to move a line to" :
+		       " none (no CPUs, or no memory to home the line)");
+	}
+	if (t->n == 1 && t->c2c_w[0] >= 0)
+		printf("one NUMA node: cache-to-cache within node %d only (CPUs %d and %d), no remote transfer to compare\n",
+		       t->node[0], t->c2c_w[0], t->c2c_r[0]);
 }
 
 static void print_text(const struct topo *t, const struct bw_opts *o,
@@ -896,6 +1026,8 @@ static void print_text(const struct topo *t, const struct bw_opts *o,
 	print_matrix("idle latency, ns", t, r->idle_ns, " %10.1f");
 	print_matrix("loaded latency, ns (the latency thread beside the bandwidth threads)",
 		     t, r->loaded_ns, " %10.1f");
+	print_matrix("cache-to-cache transfer latency, ns (a line the row's node writes, the column's reads; homed on the row's node)",
+		     t, r->c2c_ns, " %10.1f");
 	printf("%s%s\n", flagged ? "WARNING: " : "", verdict);
 }
 
@@ -953,7 +1085,7 @@ static int parse_args(int argc, char **argv, struct bw_opts *o)
 
 int cmd_numa(int argc, char **argv)
 {
-	struct bw_opts o = { .floor = MIN_SIZE, .seconds = 1.0, .runs = 3 };
+	struct bw_opts o = { .floor = MIN_SIZE, .seconds = 1.0, .runs = 3, .c2c = true };
 	double ratio = -1;
 	bool flagged = false;
 	char *verdict = NULL;

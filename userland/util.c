@@ -65,6 +65,7 @@ static const char *root_env(const char *env, const char *dflt)
 const char *sysfs_root(void) { return root_env("AHEADCTL_SYSFS_ROOT", "/sys"); }
 const char *proc_root(void) { return root_env("AHEADCTL_PROC_ROOT", "/proc"); }
 const char *etc_root(void) { return root_env("AHEADCTL_ETC_ROOT", "/etc"); }
+const char *var_root(void) { return root_env("AHEADCTL_VAR_ROOT", "/var"); }
 
 char *xsprintf(const char *fmt, ...)
 {

@@ -54,7 +54,7 @@ expect "empty operation list" 2 '^aheadtrace: empty operation list' "$at" oplog 
 expect "pid zero" 2 "^aheadtrace: invalid pid '0'" "$at" oplog -p 0
 expect "pid not a number" 2 "^aheadtrace: invalid pid 'me'" "$at" oplog -p me
 expect "negative min-lat" 2 "^aheadtrace: invalid --min-lat '-1'" "$at" oplog --min-lat -1
-expect "pid does not apply to hist" 2 "^aheadtrace: option '-p' does not apply to 'hist'" "$at" hist -p 1
+expect "pid does not apply to prefetch" 2 "^aheadtrace: option '-p' does not apply to 'prefetch'" "$at" prefetch -p 1
 expect "min-lat does not apply to prefetch" 2 "^aheadtrace: option '--min-lat' does not apply to 'prefetch'" "$at" prefetch --min-lat 5
 expect "interval does not apply to oplog" 2 "^aheadtrace: option '-i' does not apply to 'oplog'" "$at" oplog -i 1
 expect "dev does not apply to hist" 2 "^aheadtrace: option '-d' does not apply to 'hist'" "$at" hist -d 8:1
@@ -63,8 +63,10 @@ expect "vfs without device" 2 '^aheadtrace: vfs needs at least one -d DEV' "$at"
 expect "vfs bad device path" 2 "^aheadtrace: device '/nonexistent/x': not MAJOR:MINOR" "$at" vfs -d /nonexistent/x
 expect "vfs device out of range" 2 "^aheadtrace: invalid device '99999:1'" "$at" vfs -d 99999:1
 expect "too many devices" 2 '^aheadtrace: at most 16 devices' "$at" vfs $(for i in $(seq 17); do printf -- '-d 8:%d ' "$i"; done)
-expect "mount missing" 2 "^aheadtrace: mount '/nonexistent': No such file" "$at" hist -m /nonexistent
-expect "mount not aheadfs" 2 "^aheadtrace: '$tmp' is not on an aheadfs mount" "$at" oplog -m "$tmp"
+expect "mount missing" 2 "^aheadtrace: mount '/nonexistent': No such file" "$at" hist --mount /nonexistent
+expect "mount not aheadfs" 2 "^aheadtrace: '$tmp' is not on an aheadfs mount" "$at" oplog --mount "$tmp"
+expect "prefetch -m is still the mount" 2 "^aheadtrace: '$tmp' is not on an aheadfs mount" "$at" prefetch -m "$tmp"
+expect "heatmap -m is still the mount" 2 "^aheadtrace: mount '/nonexistent': No such file" "$at" heatmap -m /nonexistent
 expect "prom file not writable" 2 "^aheadtrace: --prom '/nonexistent/m.prom'" "$at" hist --prom /nonexistent/m.prom
 expect "extra argument" 2 "^aheadtrace: unexpected argument 'extra'" "$at" oplog extra
 # Positional [interval] [count], as libbpf-tools take them.
@@ -85,6 +87,64 @@ expect "-P does not apply to prefetch" 2 "^aheadtrace: option '-P' does not appl
 expect "-T does not apply to hist" 2 "^aheadtrace: option '-T' does not apply to 'hist'" "$at" hist -T
 expect "--path does not apply to hist" 2 "^aheadtrace: option '--path' does not apply to 'hist'" "$at" hist --path
 expect "--per-process does not apply to oplog" 2 "^aheadtrace: option '--per-process' does not apply to 'oplog'" "$at" oplog --per-process
+# The letters libbpf-tools give another meaning (issue 26): fsslower's
+# oplog -m MIN_MS, -c (CSV) and -d DURATION, biolatency's hist -m
+# (milliseconds), and -u, -p on hist, --cgroup.
+expect "oplog -m not a number" 2 "^aheadtrace: invalid -m MIN_MS 'x' \(a number from 0 to " "$at" oplog -m x
+expect "oplog -m negative" 2 "^aheadtrace: invalid -m MIN_MS '-1'" "$at" oplog -m -1
+expect "oplog --min not a number" 2 "^aheadtrace: invalid --min 'ten'" "$at" oplog --min ten
+expect "oplog -m and --min-lat together" 2 '^aheadtrace: the least latency given twice \(-m MIN_MS and --min-lat US: give one\)' "$at" oplog -m 10 --min-lat 5
+expect "oplog -m needs its MIN_MS" 2 "^aheadtrace: option '-m' needs an argument" "$at" oplog -m
+"$at" oplog -m "$tmp" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && grep -qx "aheadtrace: warning: oplog -m is the least latency in ms now, as in fsslower; '$tmp' taken as --mount $tmp" "$tmp/err" &&
+   grep -qx "aheadtrace: '$tmp' is not on an aheadfs mount" "$tmp/err"; then
+	ok "oplog -m PATH: still the mount, with a warning naming fsslower's meaning"
+else
+	nok "oplog -m PATH: still the mount, with a warning" "exit $rc; $(cat "$tmp/err")"
+fi
+expect "hist -m takes no argument: a mount after it is named" 2 "^aheadtrace: hist -m is milliseconds now, as in biolatency: the mount is --mount /srv" "$at" hist -m /srv
+expect "hist -m and -u together" 2 '^aheadtrace: -m and -u do not combine' "$at" hist -m -u
+expect "-u does not apply to oplog" 2 "^aheadtrace: option '-u' does not apply to 'oplog'" "$at" oplog -u
+expect "--milliseconds does not apply to heatmap" 2 "^aheadtrace: option '--milliseconds' does not apply to 'heatmap'" "$at" heatmap --milliseconds
+expect "hist pid zero" 2 "^aheadtrace: invalid pid '0'" "$at" hist -p 0
+expect "oplog duration zero" 2 "^aheadtrace: invalid duration '0'" "$at" oplog -d 0
+expect "oplog duration not a number" 2 "^aheadtrace: invalid duration '5s'" "$at" oplog --duration 5s
+expect "--duration does not apply to hist" 2 "^aheadtrace: option '--duration' does not apply to 'hist'" "$at" hist --duration 5
+expect "oplog -c and -j together" 2 '^aheadtrace: -c and -j do not combine' "$at" oplog -c -j
+expect "--csv does not apply to prefetch" 2 "^aheadtrace: option '--csv' does not apply to 'prefetch'" "$at" prefetch --csv
+expect "--count does not apply to oplog" 2 "^aheadtrace: option '--count' does not apply to 'oplog'" "$at" oplog --count 3
+expect "oplog -c takes no argument" 2 "^aheadtrace: unexpected argument '3'" "$at" oplog -c 3
+expect "--cgroup missing" 2 "^aheadtrace: --cgroup '/nonexistent/cg': No such file or directory" "$at" hist --cgroup /nonexistent/cg
+expect "--cgroup of a file" 2 "^aheadtrace: --cgroup '$here/Makefile': Not a directory" "$at" oplog --cgroup "$here/Makefile"
+expect "--cgroup of a directory not in cgroup v2" 2 "^aheadtrace: --cgroup '$tmp': not a cgroup v2 directory" "$at" oplog --cgroup "$tmp"
+expect "--cgroup does not apply to prefetch" 2 "^aheadtrace: option '--cgroup' does not apply to 'prefetch'" "$at" prefetch --cgroup /
+expect "--cgroup does not apply to vfs" 2 "^aheadtrace: option '--cgroup' does not apply to 'vfs'" "$at" vfs -d 8:1 --cgroup /
+v1=$(awk '$9 == "cgroup" { print $5; exit }' /proc/self/mountinfo)
+if [ -n "$v1" ]; then
+	expect "--cgroup of a cgroup v1 hierarchy" 2 "^aheadtrace: --cgroup '$v1': not a cgroup v2 directory" "$at" hist --cgroup "$v1"
+else
+	skip "--cgroup of a cgroup v1 hierarchy" "no cgroup v1 hierarchy mounted here"
+fi
+# A cgroup v2 directory: the host's, else one mounted for the test (root).
+cg=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+cg_mounted=
+if [ -z "$cg" ] && mkdir -p "$tmp/cg" && mount -t cgroup2 none "$tmp/cg" 2>/dev/null; then
+	cg=$tmp/cg cg_mounted=1
+fi
+if [ -n "$cg" ]; then
+	expect "valid hist -m -p --cgroup arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+		env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -m -p 1 --cgroup "$cg" -j 1 2
+	expect "valid oplog -m -d -c --cgroup arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+		env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -m 10 -d 5 -c -T --cgroup "$cg"
+else
+	skip "valid --cgroup arguments accepted" "no cgroup v2 here and none could be mounted"
+	skip "valid oplog --cgroup arguments accepted" "no cgroup v2 here and none could be mounted"
+fi
+expect "valid hist -u --prom accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -u --prom "$tmp/m.prom" 5
+expect "valid oplog --min --duration --csv accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog --min 0 --duration 1 --csv
+
 # The oplog ring buffer in pages of the running kernel.
 pages_max=$(( (1 << 30) / $(getconf PAGESIZE) ))
 expect "buffer pages not a power of two" 2 "^aheadtrace: invalid --buffer-pages '3' \(a power of two\)" "$at" oplog -b 3
@@ -181,6 +241,119 @@ else
 	nok "aheadtrace -j strings: UTF-8 kept" "$(cat "$tmp/jsonstr.out")"
 fi
 
+# aheadtrace.c's own user-space code, driven without BPF (tests/unit.c):
+# the ahead_config the options ask for, recorded events through the CSV
+# writer, a recorded histogram in ms and us, lost records said while
+# tracing, the end of an oplog -d run.  Built with the sanitizers, as
+# jsonstr.c is.
+unit=$tmp/unit
+if ! cc -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -I"$out" -I"$here" \
+	-fsanitize=address,undefined -fno-sanitize-recover=all \
+	-o "$unit" "$here/tests/unit.c" -lbpf -lm 2>"$tmp/cc"; then
+	nok "tests/unit.c: builds for the host" "$(cat "$tmp/cc")"
+	unit=false
+fi
+# u NAME WANT ARGS...: the unit's stdout and stderr (no blank lines) is exactly WANT.
+u() {
+	local name=$1 want=$2 got
+	shift 2
+	[ "$unit" = false ] && { nok "$name" "tests/unit.c did not build"; return; }
+	got=$(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$unit" "$@" 2>&1 | grep -v '^$')
+	if [ "$got" = "$want" ]; then ok "$name"; else nok "$name" "want: $want
+got: $got"; fi
+}
+# uhas NAME ARGS... -- LINE...: every LINE is a line of the unit's output.
+uhas() {
+	local name=$1 got l miss=
+	shift
+	[ "$unit" = false ] && { nok "$name" "tests/unit.c did not build"; return; }
+	local args=()
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	got=$(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$unit" "${args[@]}" 2>&1)
+	for l in "$@"; do grep -qxF -- "$l" <<<"$got" || miss="$miss
+missing: $l"; done
+	if [ -z "$miss" ]; then ok "$name"; else nok "$name" "$miss
+got: $(head -c 1500 <<<"$got")"; fi
+}
+u "config: oplog -m 5 is fsslower's 5 ms" "dev=0 tgid=0 min_lat_ns=5000000 ops_mask=0 flags=5 hist_unit_ns=0 cgroup_fd=none
+sizeof=40" config oplog -m 5
+u "config: oplog --min 0 traces everything" "dev=0 tgid=0 min_lat_ns=0 ops_mask=0 flags=5 hist_unit_ns=0 cgroup_fd=none
+sizeof=40" config oplog --min 0
+u "config: oplog --min-lat 250 is still microseconds" "dev=0 tgid=0 min_lat_ns=250000 ops_mask=0 flags=5 hist_unit_ns=0 cgroup_fd=none
+sizeof=40" config oplog --min-lat 250
+u "config: hist -m counts in milliseconds, -p 42 filters the histograms" "dev=0 tgid=42 min_lat_ns=0 ops_mask=0 flags=6 hist_unit_ns=1000000 cgroup_fd=none
+sizeof=40" config hist -m -p 42
+u "config: hist -u counts in microseconds" "dev=0 tgid=0 min_lat_ns=0 ops_mask=536870912 flags=6 hist_unit_ns=1000 cgroup_fd=none
+sizeof=40" config hist --microseconds -o read
+u "config: hist in nanoseconds by default" "dev=0 tgid=0 min_lat_ns=0 ops_mask=0 flags=6 hist_unit_ns=0 cgroup_fd=none
+sizeof=40" config hist
+if [ -n "$cg" ]; then
+	u "config: --cgroup sets AT_CFG_CGROUP (256) with the directory open" "dev=0 tgid=0 min_lat_ns=0 ops_mask=0 flags=262 hist_unit_ns=0 cgroup_fd=open
+sizeof=40" config hist --cgroup "$cg"
+	u "config: oplog --cgroup" "dev=0 tgid=0 min_lat_ns=0 ops_mask=0 flags=261 hist_unit_ns=0 cgroup_fd=open
+sizeof=40" config oplog --cgroup "$cg"
+	u "config: heatmap --cgroup" "dev=0 tgid=0 min_lat_ns=0 ops_mask=536870912 flags=262 hist_unit_ns=0 cgroup_fd=open
+sizeof=40" config heatmap --cgroup "$cg"
+else
+	skip "config: --cgroup sets AT_CFG_CGROUP" "no cgroup v2 here"
+fi
+[ -n "$cg_mounted" ] && umount "$cg"
+u "oplog -c: recorded events as CSV, quoted where needed, controls as '?'" 'ENDTIME_ns,PID,TID,COMM,OP,DEV,INO,OFFSET_b,BYTES,PRESENT,ABSENT,LATENCY_us,RET,FILE,WINDOW,INO_OUT,OFFSET_OUT
+179314790358,324,325,dd,read,0:61,12,0,8650752,8388608,262144,437077.200,8650752,big,,,
+179314790358,324,325,kworker/u8:2,prefetch,0:61,12,8650752,8388608,,,,,big,8388608,,
+179314790999,326,326,rm,lookup,0:61,65539,,,,,1873.900,0,"a,b ""c"".dat",,,
+179314790999,326,326,rm,chunked,0:61,12,0,1024,,,5.000,1024,big,,13,4096
+0,327,327,ev?il,unlink,8:1,14,,,,,0.999,-2,x?y,,,
+0,327,327,ev?il,open,8:1,14,,,,,0.999,-2,sub/dir/beta.dat,,,' events oplog -c
+uhas "oplog -c -T: a TIME column first" events oplog --csv -T -- \
+	"TIME,ENDTIME_ns,PID,TID,COMM,OP,DEV,INO,OFFSET_b,BYTES,PRESENT,ABSENT,LATENCY_us,RET,FILE,WINDOW,INO_OUT,OFFSET_OUT"
+if [ "$(ASAN_OPTIONS=detect_leaks=0 "$unit" events oplog -c -T 2>&1 | sed 1d | grep -cE '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]+,')" = 6 ]; then
+	ok "oplog -c -T: each record starts with its HH:MM:SS"
+else
+	nok "oplog -c -T: each record starts with its HH:MM:SS" "$(ASAN_OPTIONS=detect_leaks=0 "$unit" events oplog -c -T 2>&1)"
+fi
+uhas "oplog without -c: the text columns as before" events oplog -- \
+	"PID     TID     COMM             OP         DEV      INO                OFFSET         SIZE      PRESENT       ABSENT    LAT(ms)    RET FILENAME" \
+	"324     325     dd               read       0:61     12                      0      8650752      8388608       262144    437.077 8650752 big"
+uhas "hist -m: a histogram in milliseconds, as biolatency -m" hist hist -m -- \
+	"dev 0:61 op read: count 3, average 4.333 ms" \
+	"                   msecs : count      distribution" \
+	"                  0 -> 1 : 1          |****************************************|" \
+	"                  2 -> 3 : 1          |****************************************|" \
+	"                  4 -> 7 : 0          |                                        |" \
+	"                 8 -> 15 : 1          |****************************************|" \
+	'aheadfs_op_latency_seconds_bucket{dev="0:61",op="read",le="0.002"} 1' \
+	'aheadfs_op_latency_seconds_bucket{dev="0:61",op="read",le="0.016"} 3' \
+	'aheadfs_op_latency_seconds_sum{dev="0:61",op="read"} 0.013000000'
+uhas "hist -u: in microseconds" hist hist -u -- \
+	"dev 0:61 op read: count 3, average 4333.3 us" \
+	"                   usecs : count      distribution" \
+	"            1024 -> 2047 : 1          |****************************************|" \
+	"           8192 -> 16383 : 1          |****************************************|" \
+	'aheadfs_op_latency_seconds_bucket{dev="0:61",op="read",le="0.002048"} 1'
+uhas "hist: nanoseconds without -m or -u" hist hist -- \
+	"                   nsecs : count      distribution" \
+	"      1048576 -> 2097151 : 1          |****************************************|"
+u_json=$(ASAN_OPTIONS=detect_leaks=0 "$unit" hist hist -m -j 2>&1 | head -1)
+if python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert d["unit"] == "ms" and d["sum_ns"] == 13000000, d
+assert [(b["lo_ns"], b["hi_ns"], b["count"]) for b in d["buckets"]] == [(0, 1999999, 1), (2000000, 3999999, 1), (8000000, 15999999, 1)], d' "$u_json" 2>"$tmp/py"; then
+	ok "hist -m -j: "unit":"ms", buckets still in ns"
+else
+	nok "hist -m -j: buckets in ns" "$u_json $(cat "$tmp/py")"
+fi
+u "lost records: said while tracing (what since the last word, and in all), the total at exit" "aheadtrace: lost 5 events (ring buffer full; 5 in all): a larger -b, or fewer operations (-o, -p, -m)
+aheadtrace: lost 7 events (ring buffer full; 12 in all): a larger -b, or fewer operations (-o, -p, -m)
+aheadtrace: 12 events lost (ring buffer full)" lost 0 5 5 12 12
+u "no lost records: nothing said" "" lost 0 0 0
+u "oplog -d 3: over at 3 s, not before" "0 tracing
+2.9 tracing
+3 over
+5 over" duration oplog -d 3 -- 0 2.9 3 5
+u "oplog without -d: never over" "86400 tracing" duration oplog -- 86400
+
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
    grep -q -- '--prom FILE' "$tmp/help"; then ok "--help"; else nok "--help" "$(cat "$tmp/help")"; fi
@@ -225,6 +398,38 @@ for o in aheadfs vfs vfsk; do
 		nok "$o.bpf.o carries BTF for its histogram key and value"
 	fi
 done
+# --cgroup: a cgroup array ahead_cgroup (BPF_MAP_TYPE_CGROUP_ARRAY, 8), and
+# every program asks bpf_current_task_under_cgroup() (helper 37) of it.
+if bpftool_raw=$(/usr/sbin/bpftool btf dump file "$out/aheadfs.bpf.o" format raw 2>&1) &&
+   python3 - "$bpftool_raw" <<'PY'
+import re, sys
+types = {}
+for line in sys.argv[1].splitlines():
+    m = re.match(r"\[(\d+)\] (\w+) '([^']*)'(.*)", line)
+    if m:
+        cur = int(m.group(1))
+        types[cur] = [m.group(2), m.group(3), m.group(4), []]
+    elif line.startswith("\t'") and types:
+        types[cur][3].append(line.strip())
+var = [k for k, t in types.items() if t[0] == "VAR" and t[1] == "ahead_cgroup"]
+st = types[int(re.search(r"type_id=(\d+)", types[var[0]][2]).group(1))]
+member = [m for m in st[3] if m.startswith("'type'")][0]
+ptr = types[int(re.search(r"type_id=(\d+)", member).group(1))]
+arr = types[int(re.search(r"type_id=(\d+)", ptr[2]).group(1))]
+sys.exit(0 if arr[0] == "ARRAY" and "nr_elems=8" in arr[2] else 1)
+PY
+then
+	ok "aheadfs.bpf.o: ahead_cgroup is a cgroup array (BPF_MAP_TYPE_CGROUP_ARRAY)"
+else
+	nok "aheadfs.bpf.o: ahead_cgroup is a cgroup array" "$(grep -n ahead_cgroup <<<"$bpftool_raw")"
+fi
+under=$(llvm-objdump -d "$out/aheadfs.bpf.o" | awk '/^[0-9a-f]+ <[a-z_]+>:$/ { f = $2 } /[[:space:]]call 37$/ { print f }' | sort -u | tr -d '<>:' | paste -sd' ')
+if [ "$under" = "at_copy at_meta at_meta_ops at_prefetch at_read" ]; then
+	ok "every aheadfs program can filter by cgroup (bpf_current_task_under_cgroup): $under"
+else
+	nok "every aheadfs program can filter by cgroup" "programs calling helper 37: $under"
+fi
+
 # No .rodata/.bss/.data: bpftool cannot set them, and pinmaps would pin them.
 for o in aheadfs vfs vfsk; do
 	secs=$(llvm-objdump -h "$out/$o.bpf.o" 2>/dev/null | awk '{print $2}' | grep -E '^\.(rodata|bss|data)' || true)

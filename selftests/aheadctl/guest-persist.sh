@@ -11,6 +11,8 @@ petc=$pd/etc
 pconf=$petc/aheadctl/aheadctl.conf
 mkdir -p "$petc/aheadctl" /run/udev/rules.d
 export AHEADCTL_ETC_ROOT=$petc
+# apply records what it replaces under VAR/lib/aheadctl: / is read-only here.
+export AHEADCTL_VAR_ROOT=$pd/var
 
 # The shipped unit, its ExecStart pointed at this build.
 sed "s|/usr/sbin/aheadctl|$A|" "$top/userland/systemd/aheadctl.service" >"$pd/aheadctl.service"
@@ -43,7 +45,7 @@ if [ -n "$pnic" ]; then
 	# root reaches aheadctl as a device property (udev passes them to RUN).
 	sed -e "s|/usr/sbin/aheadctl|$A|g" -e "s|/etc/aheadctl/aheadctl.conf|$pconf|g" \
 		"$top/userland/udev/90-aheadctl.rules" >/run/udev/rules.d/90-aheadctl.rules
-	echo "SUBSYSTEM==\"net|queues\", ENV{AHEADCTL_ETC_ROOT}=\"$petc\"" \
+	echo "SUBSYSTEM==\"net|queues\", ENV{AHEADCTL_ETC_ROOT}=\"$petc\", ENV{AHEADCTL_VAR_ROOT}=\"$pd/var\"" \
 		>/run/udev/rules.d/89-aheadctl-test.rules
 	# Keep the NIC's name: no predictable-name renames in this test.
 	ln -sf /dev/null /run/udev/rules.d/80-net-setup-link.rules
@@ -103,4 +105,4 @@ if [ -n "$pnic" ]; then
 	out="" err="" rc=0
 	t "systemd-udevd stopped" '! kill -0 "$udevd_pid" 2>/dev/null'
 fi
-unset AHEADCTL_ETC_ROOT
+unset AHEADCTL_ETC_ROOT AHEADCTL_VAR_ROOT

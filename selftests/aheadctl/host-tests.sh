@@ -37,7 +37,9 @@ haserr() { grep -qF -- "$1" <<<"$err"; }
 one_line_err() { [ "$(grep -c . <<<"$err")" -ge 1 ] && grep -q '^aheadctl: ' <<<"$err"; }
 
 F=$tmp/f
-use() { export AHEADCTL_SYSFS_ROOT=$1/sys AHEADCTL_PROC_ROOT=$1/proc AHEADCTL_ETC_ROOT=$1/etc; }
+# apply's record of what it replaced (AHEADCTL_VAR_ROOT/lib/aheadctl): never the host's /var.
+export AHEADCTL_VAR_ROOT=$tmp/var
+use() { export AHEADCTL_SYSFS_ROOT=$1/sys AHEADCTL_PROC_ROOT=$1/proc AHEADCTL_ETC_ROOT=$1/etc AHEADCTL_VAR_ROOT=$1/var; }
 fresh() { rm -rf "$F"; mk_fixture "$F"; use "$F"; }
 aff() { cat "$F/proc/irq/$1/smp_affinity_list"; }
 xps() { cat "$F/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0/net/eth0/queues/tx-$1/xps_cpus"; }

@@ -65,7 +65,7 @@ t "-j usage error in a verb: the error document with exit 2" '[ $rc = 2 ] && jso
 fresh
 ln -sfn /proc/self/oom_score_adj "$F/sys/fs/aheadfs/0:58/window_kb"
 run -j fs set /mnt/ahead txn_kb=4096 window_kb=1024
-t "-j error after the document began: only the error document" '[ $rc = 1 ] && json_ok && [ "$(jp "list(d)")" = "['"'"'error'"'"']" ] && jp "d[\"error\"][\"message\"]" | grep -q "writing window_kb=1024 failed" && haserr "restored txn_kb=8192"'
+t "-j error after the document began: only the error document" '[ $rc = 1 ] && json_ok && [ "$(jp "list(d)")" = "['"'"'error'"'"']" ] && jp "d[\"error\"][\"message\"]" | grep -q "writing window_kb=1024 failed" && haserr "restored /mnt/ahead txn_kb to 8192"'
 fresh
 run -j doctor --skip-bw
 t "-j doctor with findings: its own document stands with exit 1" '[ $rc = 1 ] && json_ok && [ "$(jp "d[\"count\"] > 0 and \"error\" not in d")" = True ]'

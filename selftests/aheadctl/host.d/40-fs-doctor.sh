@@ -68,7 +68,7 @@ fresh
 # module does with EINVAL: aheadctl's own oom_score_adj (range -1000..1000).
 ln -sfn /proc/self/oom_score_adj "$F/sys/fs/aheadfs/0:58/window_kb"
 run fs set /mnt/ahead txn_kb=4096 window_kb=1024
-t "fs set: a refused write undoes the earlier writes" '[ $rc = 1 ] && haserr "the module refused the value" && haserr "restored txn_kb=8192" && [ "$(cat "$F/sys/fs/aheadfs/0:58/txn_kb")" = 8192 ]'
+t "fs set: a refused write undoes the earlier writes" '[ $rc = 1 ] && haserr "the module refused the value" && haserr "restored /mnt/ahead txn_kb to 8192" && [ "$(cat "$F/sys/fs/aheadfs/0:58/txn_kb")" = 8192 ]'
 fresh
 if command -v setpriv >/dev/null; then
 	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env AHEADCTL_SYSFS_ROOT=$F/sys AHEADCTL_PROC_ROOT=$F/proc "$A" fs set /mnt/ahead txn_kb=4096 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
