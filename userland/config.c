@@ -61,6 +61,7 @@ static const struct key_rule rules[] = {
 	{ "fs", "entry_timeout_ms", 'n', 0, 3600000, NULL },
 	{ "fs", "negative_timeout_ms", 'n', 0, 3600000, NULL },
 	{ "fs", "readdir_cache", 'n', 0, 1, NULL },
+	{ "fs", "fh_search_entries", 'n', 0, 16777216, NULL },
 	{ "block", "read_ahead_kb", 'n', 0, 1ULL << 31, NULL },
 	{ "block", "nr_requests", 'n', 1, 1ULL << 31, NULL },
 	{ "bios", "snoop-mode", 'e', 0, 0, snoops },

@@ -23,6 +23,7 @@ static const struct tunable {
 	{ "entry_timeout_ms", 0, 3600000 },
 	{ "negative_timeout_ms", 0, 3600000 },
 	{ "readdir_cache", 0, 1 },
+	{ "fh_search_entries", 0, 16777216 },
 };
 #define NTUNABLES (sizeof(tunables) / sizeof(tunables[0]))
 static const char *const prefetch_modes[] = { "ahead", "legacy", "kernel", "off" };
@@ -324,7 +325,7 @@ static int fs_set(int argc, char **argv)
 		val[i] = eq + 1;
 		t = tunable_of(key[i]);
 		if (!t) {
-			err("unknown tunable '%s' (prefetch, txn_kb, window_kb, attr_timeout_ms, entry_timeout_ms, negative_timeout_ms, readdir_cache)",
+			err("unknown tunable '%s' (prefetch, txn_kb, window_kb, attr_timeout_ms, entry_timeout_ms, negative_timeout_ms, readdir_cache, fh_search_entries)",
 			    key[i]);
 			return EXIT_USAGE;
 		}

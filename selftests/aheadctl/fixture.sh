@@ -124,6 +124,7 @@ mk_aheadfs() {	# DIR PREFETCH TXN_KB WINDOW_KB UNCACHED_TAILS LOWER
 	echo 0 >"$1/entry_timeout_ms"
 	echo 0 >"$1/negative_timeout_ms"
 	echo 0 >"$1/readdir_cache"
+	echo 262144 >"$1/fh_search_entries"
 	echo "$6" >"$1/lower"
 	printf 'read_reqs 100\nread_bytes 409600\nuncached_tails %s\nprefetch_chunks 12\nprefetch_bytes 98304\nwindow_cur 0\nop_lookup 3\n' \
 		"$5" >"$1/stats"
