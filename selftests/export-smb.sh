@@ -148,10 +148,10 @@ fi
 
 # --- server-side copy ----------------------------------------------------
 # The client's copy_file_range sends FSCTL_SRV_COPYCHUNK_WRITE, one chunk
-# of at most 1 MiB (ksmbd's chunk size) per request; ksmbd serves each with
-# vfs_copy_file_range() on the two aheadfs files: one aheadfs copy per
-# chunk, the chunked copy on ext4, and nothing read or written through
-# aheadfs's read and write paths.
+# of at most 1 MiB per request (the Linux client's chunk size; ksmbd would
+# take up to 2 GiB); ksmbd serves each with vfs_copy_file_range() on the
+# two aheadfs files: one aheadfs copy per chunk, the chunked copy on ext4,
+# and nothing read or written through aheadfs's read and write paths.
 size=$(((8 << 20) + (256 << 10) + 4))
 head -c "$size" /dev/urandom >"$cli/src" || bail "write over SMB"
 chunks=$(((size + (1 << 20) - 1) >> 20))
