@@ -31,7 +31,14 @@
 # BENCH_CLOCK=icount (scripts/bench-run) runs the story's copy only, on an
 # instruction-counted clock and a device in the guest (null_blk with an
 # hrtimer completion of 0 and $BENCH_COPY_LATENCY ms; see the block below),
-# into build/bench/copy-icount-<release>.json ($BENCH_OUT).
+# into build/bench/copy-icount-<release>.json ($BENCH_OUT); with it, at
+# each latency, the same file over SMB (ksmbd sharing the aheadfs mount,
+# the kernel's SMB client on loopback: the client's copy_file_range, a
+# server-side copy, and its read/write loop, legacy and ahead; off with
+# BENCH_COPY_SMB=0) and aheadfs over an NFS 4.2 client of the ext4
+# (copy_file_range, a server-side COPY, and the read/write loop; off with
+# BENCH_COPY_NFS_LOWER=0).  Everything runs inside the guest: loopback
+# networking and both servers are the guest's own.
 #
 # Output: build/bench/copy-<release>.json (this kernel) and
 # build/bench/copy.json (every kernel measured so far):
