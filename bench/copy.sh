@@ -352,9 +352,10 @@ nfs_lower_rows() {
 	mount -t aheadfs "$cli" "$mnt" || die "aheadfs over NFS"
 	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
 	echo ahead >"$sysfs/prefetch"
-	c0=$(nfs_ops "$cli" COPY) r0=$(nfs_ops "$cli" READ)
+	# Reads: READ and READ_PLUS (6.12's client reads with it).
+	c0=$(nfs_ops "$cli" COPY) r0=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0))
 	icount_row "$1" nfs-lower copy_file_range ahead "$mnt/src" "$mnt/dst"
-	extra="nfs_copy=$(($(nfs_ops "$cli" COPY) - c0)) nfs_read=$(($(nfs_ops "$cli" READ) - r0))"
+	extra="nfs_copy=$(($(nfs_ops "$cli" COPY) - c0)) nfs_read=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0 - r0))"
 	sed -i '$ s/\t$/\t'"$extra"'/' "$tsv"
 	echo "# nfs-lower copy_file_range at $1 ms: $extra" >&2
 	for mode in legacy ahead; do
