@@ -14,7 +14,8 @@
 #
 # The share has oplocks off (ksmbd's own, which nothing on the lower
 # breaks: Documentation/copy-offload.rst, "Serving aheadfs over SMB").
-# AHEADFS_SMB_SHARE_OPTS (lines added to the share's section) and
+# AHEADFS_SMB_SHARE_OPTS (lines put first in the share's section: the
+# first of a key's lines is the one ksmbd-tools takes) and
 # AHEADFS_SMB_MOUNT_OPTS (added to the client's mount options) try the
 # checks against other settings: "oplocks = yes" with the client's
 # default caching, say, which serves the changed file stale.
@@ -90,13 +91,13 @@ cat >"$etc/ksmbd.conf" <<EOF
 	server min protocol = SMB2_10
 	smb2 leases = no
 [aheadfs]
+${AHEADFS_SMB_SHARE_OPTS:-}
 	path = $mnt
 	writeable = yes
 	browseable = no
 	valid users = root
 	create mask = 0644
 	oplocks = no
-${AHEADFS_SMB_SHARE_OPTS:-}
 EOF
 # ksmbd-tools 3.5 (bookworm-backports) renamed the options of 3.4
 # (bookworm) that name these two files.
