@@ -204,11 +204,13 @@ check-debug:
 
 bench: modules selftests $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf)
 	@scripts/setup-deps
+	@scripts/ksmbd-build $(KERNELS)
 	@KERNELS="$(KERNELS)" scripts/bench-run $(BENCH)
 
 demo: $(if $(HAVE_USERLAND),userland)
 	@scripts/setup-deps
 	@nice scripts/kbuild $(firstword $(KERNELS))
+	@scripts/ksmbd-build $(firstword $(KERNELS))
 	@scripts/vm-run --kernel $(firstword $(KERNELS)) -- scripts/demo
 
 install: module install-man install-modprobe-conf

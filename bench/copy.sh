@@ -31,7 +31,14 @@
 # BENCH_CLOCK=icount (scripts/bench-run) runs the story's copy only, on an
 # instruction-counted clock and a device in the guest (null_blk with an
 # hrtimer completion of 0 and $BENCH_COPY_LATENCY ms; see the block below),
-# into build/bench/copy-icount-<release>.json ($BENCH_OUT).
+# into build/bench/copy-icount-<release>.json ($BENCH_OUT); with it, at
+# each latency, the same file over SMB (ksmbd sharing the aheadfs mount,
+# the kernel's SMB client on loopback: the client's copy_file_range, a
+# server-side copy, and its read/write loop, legacy and ahead; off with
+# BENCH_COPY_SMB=0) and aheadfs over an NFS 4.2 client of the ext4
+# (copy_file_range, a server-side COPY, and the read/write loop; off with
+# BENCH_COPY_NFS_LOWER=0).  Everything runs inside the guest: loopback
+# networking and both servers are the guest's own.
 #
 # Output: build/bench/copy-<release>.json (this kernel) and
 # build/bench/copy.json (every kernel measured so far):
@@ -137,7 +144,7 @@ timed() {
 
 # copy_counts FILE: the copy counters of the aheadfs mount FILE is on.
 copy_counts() {
-	awk '$1 ~ /^copy_(txns|absent_txns|wait_txns|uncached_tails)$/ { printf "%s=%s ", $1, $2 }' \
+	awk '$1 ~ /^(copy_(reqs|txns|absent_txns|wait_txns|uncached_tails)|read_reqs|wait_reqs|absent_reqs|uncached_tails)$/ { printf "%s=%s ", $1, $2 }' \
 		"/sys/fs/aheadfs/$(stat -c '%Hd:%Ld' "$1")/stats"
 }
 
@@ -161,6 +168,11 @@ size_mib=${BENCH_COPY_MIB:-256}
 mkdir -p "$out"
 cleanup() {
 	set +e
+	"$top/scripts/smb-share" stop "$work/smb-cli" "$work/smb-etc" 2>/dev/null
+	umount "$work/mnt" 2>/dev/null
+	umount -f "$work/nfs-cli" 2>/dev/null
+	exportfs -ua 2>/dev/null
+	pgrep -x nfsd >/dev/null && rpc.nfsd 0 2>/dev/null
 	umount "$work/mnt" "$work/lower" 2>/dev/null
 	rmmod null_blk 2>/dev/null
 	umount "$work" 2>/dev/null
@@ -199,14 +211,21 @@ static long long runq(int fd)
 	return wait;
 }
 
-/* copier SRC DST: prints "copy_ns fsync_ns wait_ns cpu_ns runq_ns" */
+/*
+ * copier SRC DST [rw]: prints "copy_ns fsync_ns wait_ns cpu_ns runq_ns";
+ * with rw, a loop of 1 MiB reads and writes instead of copy_file_range.
+ */
+static char buf[1 << 20];
+
 int main(int argc, char **argv)
 {
 	long long t0, t1, t2, c0, c1, r0, r1;
-	int fi, fo, sfd, dc;
+	int fi, fo, sfd, dc, rw;
 
-	if (argc != 3)
+	if (argc != 3 && argc != 4)
 		return 2;
+	rw = argc == 4 && !strcmp(argv[3], "rw");
+	memset(buf, 0, sizeof(buf));
 	if (mlockall(MCL_CURRENT | MCL_FUTURE))
 		perror("mlockall");
 	sfd = open("/proc/self/schedstat", O_RDONLY);
@@ -224,14 +243,34 @@ int main(int argc, char **argv)
 	c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 	t0 = now(CLOCK_MONOTONIC);
 	for (;;) {
-		ssize_t n = copy_file_range(fi, NULL, fo, NULL, 1LL << 62, 0);
+		ssize_t n, w;
 
+		if (!rw) {
+			n = copy_file_range(fi, NULL, fo, NULL, 1LL << 62, 0);
+			if (n < 0) {
+				perror("copy_file_range");
+				return 1;
+			}
+			if (!n)
+				break;
+			continue;
+		}
+		n = read(fi, buf, sizeof(buf));
 		if (n < 0) {
-			perror("copy_file_range");
+			perror("read");
 			return 1;
 		}
 		if (!n)
 			break;
+		for (w = 0; w < n;) {
+			ssize_t k = write(fo, buf + w, n - w);
+
+			if (k <= 0) {
+				perror("write");
+				return 1;
+			}
+			w += k;
+		}
 	}
 	t1 = now(CLOCK_MONOTONIC);
 	c1 = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -247,6 +286,91 @@ EOF
 gcc -O2 -Wall -static -o "$work/copier" "$work/copier.c" || die "the copier does not build"
 lower=$work/lower mnt=$work/mnt blk=/dev/nullb0
 mkdir -p "$lower" "$mnt"
+# icount_row LAT LOWER METHOD MODE SRC DST [rw] [EXTRA]: one cold copy by the
+# copier, with the counters of the aheadfs mount $mnt, appended to the
+# results; EXTRA (key=value words) goes with it.
+icount_row() {
+	local c0 c1 cns fns wait cpu runq
+	rm -f "$6"
+	sync
+	c0=$(copy_counts "$mnt/src")
+	read -r cns fns wait cpu runq < <("$work/copier" "$5" "$6" ${7:+"$7"}) ||
+		die "$2 $3 $4 at $1 ms: copy failed"
+	c1=$(copy_counts "$mnt/src")
+	cmp -s "$mnt/src" "$lower/${6##*/}" || die "$2 $3 $4 at $1 ms: the copy differs from its source"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" \
+		"$4" "$((size_mib * 1048576))" "$cns" "$fns" "$wait" \
+		"$cpu" "$runq" "$c0" "$c1" "$2" "$3" "${8:-}" >>"$tsv"
+	echo "# $2 $3 $4, null_blk $1 ms: copy $((cns / 1000000)) ms, fsync $((fns / 1000000)) ms, wait $((wait / 1000000)) ms ${8:-}" >&2
+}
+# smb_rows LAT: ksmbd shares the aheadfs mount, the SMB client mounts it
+# (scripts/smb-share); the client's copy_file_range (a server-side copy:
+# FSCTL_SRV_COPYCHUNK_WRITE, one aheadfs copy per 1 MiB chunk) and its loop
+# of 1 MiB reads and writes, legacy and ahead.
+smb_rows() {
+	local cli=$work/smb-cli etc=$work/smb-etc sysfs mode
+	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
+	"$top/scripts/smb-share" start "$mnt" "$cli" "$etc" || die "SMB share"
+	for mode in legacy ahead; do
+		echo "$mode" >"$sysfs/prefetch"
+		icount_row "$1" smb-ksmbd copy_file_range "$mode" "$cli/src" "$cli/dst"
+		icount_row "$1" smb-ksmbd readwrite "$mode" "$cli/src" "$cli/dst" rw
+	done
+	rm -f "$mnt/dst"
+	"$top/scripts/smb-share" stop "$cli" "$etc" || die "SMB share stop"
+}
+# nfs_ops CLIENT OP: the count of NFS operation OP on the mount at CLIENT.
+nfs_ops() {
+	awk -v m=" $1 " -v op="$2:" '/^device / { mine = index($0, m) > 0 }
+		mine && $1 == op { print $2; exit }' /proc/self/mountstats
+}
+# nfs_lower_rows LAT: the lower's ext4 exported by nfsd, an NFS 4.2 client
+# mounting it, aheadfs over the client (mounted at $mnt in place of the
+# ext4's: the counters are its): copy_file_range through aheadfs is the
+# lower's own copy, a server-side COPY (the client's COPY and READ counts
+# go with the row), beside aheadfs's read/write loop over NFS.
+nfs_lower_rows() {
+	local cli=$work/nfs-cli sysfs mode c0 r0 pids= extra
+	mkdir -p "$cli"
+	umount "$mnt"
+	ip link set lo up
+	modprobe nfsd || die "modprobe nfsd"
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+	mkdir -p /var/lib/nfs/v4recovery /run/rpcbind
+	if ! pgrep -x rpcbind >/dev/null; then
+		rpcbind -w
+		pids="$pids $(pgrep -n -x rpcbind)"
+	fi
+	echo 10 >/proc/fs/nfsd/nfsv4leasetime
+	echo 10 >/proc/fs/nfsd/nfsv4gracetime
+	rpc.mountd --no-udp >/dev/null 2>&1
+	pids="$pids $(pgrep -n -x rpc.mountd)"
+	rpc.nfsd --no-udp -V 4.2 4
+	echo Y >/proc/fs/nfsd/v4_end_grace
+	exportfs -o rw,sync,no_root_squash,no_subtree_check,fsid=0 "127.0.0.1:$lower"
+	mount -t nfs -o vers=4.2,proto=tcp 127.0.0.1:/ "$cli" || die "NFS mount"
+	mount -t aheadfs "$cli" "$mnt" || die "aheadfs over NFS"
+	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
+	echo ahead >"$sysfs/prefetch"
+	# Reads: READ and READ_PLUS (6.12's client reads with it).
+	c0=$(nfs_ops "$cli" COPY) r0=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0))
+	icount_row "$1" nfs-lower copy_file_range ahead "$mnt/src" "$mnt/dst"
+	extra="nfs_copy=$(($(nfs_ops "$cli" COPY) - c0)) nfs_read=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0 - r0))"
+	sed -i '$ s/\t$/\t'"$extra"'/' "$tsv"
+	echo "# nfs-lower copy_file_range at $1 ms: $extra" >&2
+	for mode in legacy ahead; do
+		echo "$mode" >"$sysfs/prefetch"
+		icount_row "$1" nfs-lower readwrite "$mode" "$mnt/src" "$mnt/dst" rw
+	done
+	rm -f "$mnt/dst"
+	umount "$mnt"
+	umount "$cli"
+	exportfs -ua
+	rpc.nfsd 0
+	for p in $pids; do kill "$p"; done
+	mount -t aheadfs "$lower" "$mnt"
+}
+smb=${BENCH_COPY_SMB:-1} nfsl=${BENCH_COPY_NFS_LOWER:-1}
 for lat in 0 "$latency"; do
 	irq="irqmode=0"
 	[ "$lat" = 0 ] || irq="irqmode=2 completion_nsec=$((lat * 1000000))"
@@ -277,7 +401,12 @@ for lat in 0 "$latency"; do
 		echo "# null_blk $lat ms, $mode: copy $((cns / 1000000)) ms, fsync $((fns / 1000000)) ms, wait $((wait / 1000000)) ms" >&2
 	done
 	rm -f "$mnt/dst"
-	umount "$mnt" "$lower"
+	[ "$smb" = 0 ] || smb_rows "$lat"
+	[ "$nfsl" = 0 ] || nfs_lower_rows "$lat"
+	umount "$mnt"
+	# nfsd's file cache lets go of the files it held in its own time.
+	for _ in $(seq 300); do umount "$lower" 2>/dev/null && break; sleep 0.1; done
+	mountpoint -q "$lower" && die "$lower stays busy"
 	rmmod null_blk
 done
 python3 - "$tsv" "$out" "$rel" <<'EOF'
@@ -288,11 +417,13 @@ def kv(s):
     return {k: int(v) for k, v in (x.split("=") for x in s.split())}
 rows = []
 for line in open(tsv):
-    k, lat, mode, size, cns, fns, wait, cpu, runq, c0, c1 = line.rstrip("\n").split("\t")
+    f = line.rstrip("\n").split("\t")
+    k, lat, mode, size, cns, fns, wait, cpu, runq, c0, c1 = f[:11]
+    lower, method, extra = (f[11:14] + ["", "", ""])[:3] if len(f) > 11 else ("ext4-null_blk", "copy_file_range", "")
     a, b = kv(c0), kv(c1)
     c = {n: b.get(n, 0) - a.get(n, 0) for n in b}
-    rows.append({"kernel": rel, "clock": "icount", "lower": "ext4-null_blk",
-                 "method": "copy_file_range", "mode": mode,
+    rows.append({"kernel": rel, "clock": "icount", "lower": lower,
+                 "method": method, "mode": mode,
                  "latency_ms": int(lat), "bytes": int(size),
                  "copy_s": int(cns) / 1e9, "fsync_s": int(fns) / 1e9,
                  "seconds": (int(cns) + int(fns)) / 1e9,
@@ -302,10 +433,16 @@ for line in open(tsv):
                  "txns": c.get("copy_txns"),
                  "absent_txns": c.get("copy_absent_txns"),
                  "wait_txns": c.get("copy_wait_txns"),
-                 "uncached_tails": c.get("copy_uncached_tails")})
-by = {(r["latency_ms"], r["mode"]): r for r in rows}
+                 "uncached_tails": c.get("copy_uncached_tails"),
+                 "copy_reqs": c.get("copy_reqs"),
+                 "read_reqs": c.get("read_reqs"),
+                 "read_wait_reqs": c.get("wait_reqs"),
+                 "read_absent_reqs": c.get("absent_reqs")})
+    rows[-1].update(kv(extra))
+local = [r for r in rows if r["lower"] == "ext4-null_blk"]
+by = {(r["latency_ms"], r["mode"]): r for r in local}
 ratios = []
-for lat in sorted({r["latency_ms"] for r in rows}):
+for lat in sorted({r["latency_ms"] for r in local}):
     l, a = by.get((lat, "legacy")), by.get((lat, "ahead"))
     if l and a:
         for what in ("copy_s", "seconds"):
@@ -315,19 +452,48 @@ for lat in sorted({r["latency_ms"] for r in rows}):
                            "ratio": "ahead/legacy (%s)" % ("copy" if what == "copy_s" else "copy+fsync"),
                            "value": v, "target": t,
                            "met": None if t is None else v >= t})
+# SMB: the server-side copy, ahead over legacy and over the client's best
+# read/write loop; the targets are at 10 ms.
+sm = {(r["latency_ms"], r["method"], r["mode"]): r for r in rows if r["lower"] == "smb-ksmbd"}
+for lat in sorted({k[0] for k in sm}):
+    t = 2.0 if lat == 10 else None
+    a, l = sm.get((lat, "copy_file_range", "ahead")), sm.get((lat, "copy_file_range", "legacy"))
+    loops = [sm[(lat, "readwrite", m)] for m in ("legacy", "ahead") if (lat, "readwrite", m) in sm]
+    if a and l:
+        v = round(l["seconds"] / a["seconds"], 3)
+        ratios.append({"kernel": rel, "clock": "icount", "lower": "smb-ksmbd", "latency_ms": lat,
+                       "ratio": "server-side copy ahead/legacy", "value": v,
+                       "target": t, "met": None if t is None else v >= t})
+    if a and loops:
+        v = round(min(x["seconds"] for x in loops) / a["seconds"], 3)
+        ratios.append({"kernel": rel, "clock": "icount", "lower": "smb-ksmbd", "latency_ms": lat,
+                       "ratio": "server-side copy ahead/best client loop", "value": v,
+                       "target": t, "met": None if t is None else v >= t})
+# NFS lower: COPY on the wire and no READ for the copy.
+for r in rows:
+    if r["lower"] == "nfs-lower" and r["method"] == "copy_file_range":
+        ok = r.get("nfs_copy", 0) > 0 and r.get("nfs_read", 1) == 0
+        ratios.append({"kernel": rel, "clock": "icount", "lower": "nfs-lower",
+                       "latency_ms": r["latency_ms"],
+                       "ratio": "COPY ops %s, READ ops %s" % (r.get("nfs_copy"), r.get("nfs_read")),
+                       "value": None, "target": "COPY > 0, READ 0", "met": ok})
 json.dump({"clock": "icount", "device": "null_blk memory-backed, hrtimer completion",
            "results": rows, "ratios": ratios},
           open(os.path.join(out, "copy-icount-%s.json" % rel), "w"), indent=1)
-print("kernel %s, icount clock, copy_file_range of a cold file on ext4 on null_blk, through aheadfs" % rel)
-print("%4s %-7s %10s %10s %10s %9s %9s  %s" % ("ms", "mode", "copy s", "fsync s", "MiB/s", "wait ms", "cpu ms", "txns absent waited tails"))
+print("kernel %s, icount clock, a cold file on ext4 on null_blk, copied through aheadfs" % rel)
+print("%-13s %-15s %4s %-7s %9s %9s %8s %9s  %s" % ("lower", "method", "ms", "mode", "copy s", "fsync s", "MiB/s", "wait ms",
+      "copies txns absent waited | reads waited"))
 for r in rows:
-    print("%4d %-7s %10.4f %10.4f %10.1f %9.2f %9.2f  %s %s %s %s" % (
-        r["latency_ms"], r["mode"], r["copy_s"], r["fsync_s"],
-        r["bytes"] / 1048576 / r["copy_s"], r["wait_ms"], r["cpu_ms"],
-        r["txns"], r["absent_txns"], r["wait_txns"], r["uncached_tails"]))
+    print("%-13s %-15s %4d %-7s %9.4f %9.4f %8.1f %9.2f  %s %s %s %s | %s %s%s" % (
+        r["lower"], r["method"], r["latency_ms"], r["mode"], r["copy_s"], r["fsync_s"],
+        r["bytes"] / 1048576 / r["copy_s"], r["wait_ms"],
+        r["copy_reqs"], r["txns"], r["absent_txns"], r["wait_txns"],
+        r["read_reqs"], r["read_wait_reqs"],
+        "" if "nfs_copy" not in r else "  COPY %s READ %s" % (r["nfs_copy"], r["nfs_read"])))
 for q in ratios:
-    print("  %3d ms %-28s %6.2f%s" % (q["latency_ms"], q["ratio"], q["value"],
-          "" if q["target"] is None else "  (target %.1f) %s" % (q["target"], "met" if q["met"] else "MISSED")))
+    tgt = "" if q["target"] is None else "  (target %s) %s" % (q["target"], "met" if q["met"] else "MISSED")
+    val = "" if q["value"] is None else "%6.2f" % q["value"]
+    print("  %-10s %3d ms %-40s %s%s" % (q.get("lower", "ext4-null_blk"), q["latency_ms"], q["ratio"], val, tgt))
 EOF
 exit 0 ;;
 esac

@@ -215,6 +215,38 @@ elif mount -t aheadfs -o prefetch=ahead "$cli" "$upper" 2>"$work.err"; then
 	else
 		nok "the window works over an NFS lower" "$reqs reads, $absent absent, $chunks chunks"
 	fi
+	# A copy through aheadfs between two files of the NFS lower is the
+	# lower's own copy (copy_lower): the client sends COPY, and the data
+	# never comes to it: no READ (nor WRITE) on the wire for the copied
+	# range.  On the server the COPY lands in the exported aheadfs mount
+	# as its copy_file_range (copy_bytes there).
+	head -c $((6 << 20)) /dev/urandom >"$lower/csrc"
+	printf tail >>"$lower/csrc"
+	csize=$(((6 << 20) + 4))
+	echo 3 >/proc/sys/vm/drop_caches
+	u0=$(ustat copy_lower) ur0=$(ustat copy_reqs) uc0=$(ustat copy_chunked)
+	# Reads: READ, and READ_PLUS, with which 6.12's client reads from a
+	# 4.2 server.
+	nfs_reads() { echo $(($(nfs_ops READ) + $(nfs_ops READ_PLUS || true) + 0)); }
+	cp0=$(nfs_ops COPY) rd0=$(nfs_reads) wr0=$(nfs_ops WRITE) sb0=$(stat_of copy_bytes)
+	out=$(xfs_io -f -c "copy_range $upper/csrc" "$upper/cdst" 2>&1)
+	ureqs=$(($(ustat copy_reqs) - ur0)) ulower=$(($(ustat copy_lower) - u0))
+	uchunk=$(($(ustat copy_chunked) - uc0))
+	cps=$(($(nfs_ops COPY) - cp0)) rds=$(($(nfs_reads) - rd0)) wrs=$(($(nfs_ops WRITE) - wr0))
+	sbytes=$(($(stat_of copy_bytes) - sb0))
+	echo "# copy_file_range through aheadfs over NFS: $ureqs aheadfs copies ($ulower by the lower, $uchunk chunked); client COPY $cps, READ and READ_PLUS $rds, WRITE $wrs; server aheadfs copy_bytes $sbytes"
+	check "copy_file_range through aheadfs over NFS" "" "$out"
+	if [ "$ureqs" -ge 1 ] && [ "$ulower" = "$ureqs" ] && [ "$uchunk" = 0 ]; then
+		ok "aheadfs over NFS hands the copy to the lower (copy_lower)"
+	else
+		nok "aheadfs over NFS hands the copy to the lower (copy_lower)" \
+			"$ureqs copies, $ulower by the lower, $uchunk chunked"
+	fi
+	check "the copy is COPY on the wire, with no READ or WRITE (client mountstats: COPY>0 READ+READ_PLUS WRITE)" \
+		"1 0 0" "$((cps > 0)) $rds $wrs"
+	check "the server's aheadfs copied the file (copy_bytes)" "$csize" "$sbytes"
+	check "data copied through aheadfs over NFS is identical, in the server's lower" 0 \
+		"$(cmp "$lower/csrc" "$lower/cdst" >/dev/null; echo $?)"
 	head -c $((16 << 20)) /dev/zero | tr '\0' 'A' >"$lower/stale"
 	# Read whole: the window prefetches the file into the client's cache.
 	a=$(tr -d 'A' <"$upper/stale" | wc -c; head -c 4 "$upper/stale")

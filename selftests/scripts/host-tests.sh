@@ -186,6 +186,7 @@ printf '#!/bin/sh\nexit 0\n' >"$s/scripts/setup-deps"
 printf '#!/bin/sh\necho "kbuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/kbuild"
 printf '#!/bin/sh\necho "dkms-prebuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/dkms-prebuild"
 printf '#!/bin/sh\necho "soak $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/soak"
+printf '#!/bin/sh\necho "ksmbd-build $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/ksmbd-build"
 # AHEADFS_STUB_HANG=WORD: a guest whose command has WORD never ends (its
 # PID in build/hung).  AHEADFS_STUB_SKIP=LINE: each test guest writes LINE
 # as the result of a test on xfs (build/results/kK-xfs-tracing.tap).
@@ -239,9 +240,11 @@ $(tail -n 5 "$tmp/stub.out")"
 	fi
 }
 stubcheck
-stubwant "scripts/check without KERNEL=: kbuild and the three guests of 6.1 and 6.12 as before" \
+stubwant "scripts/check without KERNEL=: kbuild, ksmbd-build and the three guests of 6.1 and 6.12" \
 "kbuild $rel
 kbuild $rel2
+ksmbd-build $rel
+ksmbd-build $rel2
 dkms-prebuild $s/build/dkms $rel $rel2
 vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
 vm-run --kernel 6.1 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
@@ -276,6 +279,8 @@ stubcheck AHEADFS_CHECK_FULL=1 FSX_SOAK=3
 stubwant "scripts/check AHEADFS_CHECK_FULL=1: guest-run --full, DKMS in the guests for all kernels, scripts/soak" \
 "kbuild $rel
 kbuild $rel2
+ksmbd-build $rel
+ksmbd-build $rel2
 soak --kernels $rel $rel2 --seeds 3
 vm-run --kernel 6.1 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
 vm-run --kernel 6.1 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
