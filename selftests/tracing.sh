@@ -214,6 +214,30 @@ else
 	nok "oplog --min-lat attaches"
 fi
 
+# fsslower's letter: -m MIN_MS, in milliseconds (100 s: nothing here).
+if start_tracer oplog-minms oplog --mount "$mnt" -m 100000 -j; then
+	cat "$mnt/small" >/dev/null
+	stop_tracer oplog-minms
+	check "oplog -m 100000 (ms) drops faster operations" 0 "$(wc -l <"$log/oplog-minms.out")"
+else
+	nok "oplog -m MIN_MS attaches"
+fi
+# --cgroup keeps the tasks of one cgroup v2 directory: a reader moved into
+# it (cat) is traced, one outside it (head) is not.
+cgr=$log/cgroup2
+mkdir -p "$cgr" && mount -t cgroup2 none "$cgr" && mkdir "$cgr/ahtest"
+if [ -d "$cgr/ahtest" ] && start_tracer oplog-cg oplog --mount "$mnt" --cgroup "$cgr/ahtest" -j; then
+	head -c 100 "$mnt/small" >/dev/null
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec cat "$2"' _ "$cgr/ahtest" "$mnt/small" >/dev/null
+	stop_tracer oplog-cg
+	check "oplog --cgroup keeps only that cgroup's tasks (cat in it, not head outside)" "cat" \
+		"$(jq -r '.comm' "$log/oplog-cg.out" | sort -u | paste -sd,)"
+else
+	nok "oplog --cgroup attaches" "$(cat "$log/oplog-cg.pre" 2>/dev/null)"
+fi
+rmdir "$cgr/ahtest" 2>/dev/null
+umount "$cgr" 2>/dev/null
+
 # ---------------------------------------------------------------------
 # 1b. The ring buffer in pages of the running kernel, and lost records
 # counted on every CPU: a one-page buffer, its reader stopped (SIGSTOP,
