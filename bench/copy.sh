@@ -297,6 +297,8 @@ icount_row() {
 	read -r cns fns wait cpu runq < <("$work/copier" "$5" "$6" ${7:+"$7"}) ||
 		die "$2 $3 $4 at $1 ms: copy failed"
 	c1=$(copy_counts "$mnt/src")
+	# The wire's counts before cmp, whose own reads would be counted too.
+	[ -z "${wire_mnt:-}" ] || wire1=$(nfs_wire "$wire_mnt")
 	cmp -s "$mnt/src" "$lower/${6##*/}" || die "$2 $3 $4 at $1 ms: the copy differs from its source"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" \
 		"$4" "$((size_mib * 1048576))" "$cns" "$fns" "$wait" \
@@ -324,13 +326,22 @@ nfs_ops() {
 	awk -v m=" $1 " -v op="$2:" '/^device / { mine = index($0, m) > 0 }
 		mine && $1 == op { print $2; exit }' /proc/self/mountstats
 }
+# nfs_wire CLIENT: "COPY READS" on the mount at CLIENT, READS counting READ
+# and READ_PLUS (6.12's client reads with it).
+nfs_wire() {
+	echo "$(($(nfs_ops "$1" COPY) + 0)) $(($(nfs_ops "$1" READ) + $(nfs_ops "$1" READ_PLUS) + 0))"
+}
+# wire_delta C0 R0 C1 R1: the row's extra words for the counts between.
+wire_delta() {
+	echo "nfs_copy=$(($3 - $1)) nfs_read=$(($4 - $2))"
+}
 # nfs_lower_rows LAT: the lower's ext4 exported by nfsd, an NFS 4.2 client
 # mounting it, aheadfs over the client (mounted at $mnt in place of the
 # ext4's: the counters are its): copy_file_range through aheadfs is the
 # lower's own copy, a server-side COPY (the client's COPY and READ counts
 # go with the row), beside aheadfs's read/write loop over NFS.
 nfs_lower_rows() {
-	local cli=$work/nfs-cli sysfs mode c0 r0 pids= extra
+	local cli=$work/nfs-cli sysfs mode pids= extra wire0
 	mkdir -p "$cli"
 	umount "$mnt"
 	ip link set lo up
@@ -352,10 +363,12 @@ nfs_lower_rows() {
 	mount -t aheadfs "$cli" "$mnt" || die "aheadfs over NFS"
 	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
 	echo ahead >"$sysfs/prefetch"
-	# Reads: READ and READ_PLUS (6.12's client reads with it).
-	c0=$(nfs_ops "$cli" COPY) r0=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0))
+	wire0=$(nfs_wire "$cli") wire_mnt=$cli
 	icount_row "$1" nfs-lower copy_file_range ahead "$mnt/src" "$mnt/dst"
-	extra="nfs_copy=$(($(nfs_ops "$cli" COPY) - c0)) nfs_read=$(($(nfs_ops "$cli" READ) + $(nfs_ops "$cli" READ_PLUS) + 0 - r0))"
+	wire_mnt=
+	# shellcheck disable=SC2086
+	extra=$(wire_delta $wire0 $wire1)
+	echo "# nfs-lower copy_file_range at $1 ms, after the check's reads: $(wire_delta $wire0 $(nfs_wire "$cli"))" >&2
 	sed -i '$ s/\t$/\t'"$extra"'/' "$tsv"
 	echo "# nfs-lower copy_file_range at $1 ms: $extra" >&2
 	for mode in legacy ahead; do
