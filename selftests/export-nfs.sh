@@ -352,8 +352,9 @@ m.close()
 		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed)
 		listing=$(ls -ln --full-time "$1") || listing="ls failed"
 		calls=$(($(nfs_ops LOOKUP) - l0 + $(nfs_ops GETATTR) - g0 + $(nfs_ops ACCESS) - a0))
+		readdirs=$(($(nfs_ops READDIR) - r0))
 		primed=$(($(ustat entries_primed) - p0))
-		echo "# ls -l of ${1##*/}: $(($(nfs_ops READDIR) - r0)) READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
+		echo "# ls -l of ${1##*/}: $readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
 	}
 	mkdir "$lower/many0" && (cd "$lower/many0" && seq -f 'f%g' 300 | xargs touch)
 	mkdir "$lower/many1" && (cd "$lower/many1" && seq -f 'f%g' 1500 | xargs touch)
@@ -394,6 +395,52 @@ m.close()
 	echo 0 >"/sys/fs/aheadfs/$uid/readdir_cache"
 	check "with the readdir cache off, the name the server added is listed at once" \
 		1 "$(ls -f "$upper/many1" | grep -cx late)"
+	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	# After the timeouts ran out: the client's readdir cache of many1 is
+	# still valid (noac revalidates it by the directory's change
+	# attribute, which a chmod or a write of a file leaves alone), so it
+	# would list the directory again without attributes, and the stats
+	# would cost one GETATTR per file, as on the client alone.  Priming
+	# has the client read it again with READDIRPLUS and re-stamps what
+	# the server just returned: the listing after the timeouts costs the
+	# listing's calls again, and shows what was changed on the server
+	# after the first one.  Both timeouts short (2 s), with the readdir
+	# cache on; then the attribute timeout alone short, where the readdir
+	# cache's listing, kept for the entry timeout, would be served
+	# without priming.  The wait is computed: until the timeouts have
+	# run out since the first listing ended.
+	now_ms() { echo $(($(date +%s%N) / 1000000)); }
+	echo 1 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	for t in "2000 2000" "2000 3600000"; do
+		read -r at et <<<"$t"
+		echo "$at" >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
+		echo "$et" >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+		lsl "$upper/many1"
+		first=$calls
+		end=$(now_ms)
+		chmod 0604 "$mnt/many1/f7"
+		printf 'changed on the server' >>"$mnt/many1/f9"
+		want=$(stat -c '%A %s' "$mnt/many1/f7" "$mnt/many1/f9")
+		while [ $(($(now_ms) - end)) -le $((at + 200)) ]; do sleep 0.1; done
+		lsl "$upper/many1"
+		# As listed, and as a stat right after it (from the cache) reports.
+		got=$(awk '$NF == "f7" || $NF == "f9" { print substr($1, 1, 10), $5 }' <<<"$listing"
+		      stat -c '%A %s' "$upper/many1/f7" "$upper/many1/f9")
+		what="attr_timeout_ms $at, entry_timeout_ms $et"
+		check "after the attribute timeout ran out ($what), ls -l through aheadfs over NFS is the client's" \
+			"$(ls -ln --full-time "$cli/many1")" "$listing"
+		check "after the attribute timeout ran out ($what), a change on the server is seen" "$want
+$want" "$got"
+		if [ "$calls" -le 20 ] && [ "$primed" -ge 1500 ]; then
+			ok "after the attribute timeout ran out ($what), ls -l of 1500 files over NFS costs the listing's calls, not one per file"
+		else
+			nok "after the attribute timeout ran out ($what), ls -l of 1500 files over NFS costs the listing's calls, not one per file" \
+				"first listing $first calls; after the timeouts: $calls LOOKUP+GETATTR+ACCESS, $readdirs READDIR, $primed primed (want at most 20 calls, 1500 or more primed)"
+		fi
+		chmod 0644 "$mnt/many1/f7"
+	done
+	echo 0 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	echo 60000 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
 	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	# Negative entries follow negative_timeout_ms, not entry_timeout_ms: off
 	# (the default), a name created on the server is seen at once even with
