@@ -14,7 +14,12 @@
  * - Readdir priming: with the entry cache on, a readdir through the mount
  *   stamps both, for every entry whose lower dentry and inode the lower
  *   already holds (an NFS client's READDIRPLUS has just filled them), so a
- *   listing's stats cost the listing's round trips only.
+ *   listing's stats cost the listing's round trips only.  On an NFS lower
+ *   the directory is read ahead with READDIRPLUS first, and read from the
+ *   server again once what the last read-ahead primed has run out (the
+ *   client would otherwise list it from its readdir cache, without
+ *   attributes): the listing after the timeouts costs the same round trips
+ *   as the first, and stamps only attributes the server has just sent.
  *
  * Both timeouts are 0 (off) by default: then every walk, stat and
  * permission check asks the lower, and aheadfs is exactly as fresh as it.
@@ -303,11 +308,13 @@ static bool lower_attr_time(struct inode *lower, unsigned long now,
  * in calls that follow each other, is kept as the lower listed it (names,
  * inode numbers, types, and the lower's offsets, which stay the ones the
  * caller sees), dated when the listing started; within the entry timeout
- * of that, a readdir of the directory is answered from it without asking
- * the lower.  Every change of the directory's names through this mount
- * drops it (aheadfs_dir_changed()), and a listing that such a change
- * overtook is not kept; a change made in the lower directly, or through
- * another mount of it, is seen when the timeout has run out.
+ * of that (and the attribute timeout, if on and shorter: past it a listing
+ * from the lower primes what ls -l will stat), a readdir of the directory
+ * is answered from it without asking the lower.  Every change of the
+ * directory's names through this mount drops it (aheadfs_dir_changed()),
+ * and a listing that such a change overtook is not kept; a change made in
+ * the lower directly, or through another mount of it, is seen when the
+ * timeout has run out.
  */
 struct aheadfs_dir_cache {
 	refcount_t ref;

@@ -374,6 +374,16 @@ m.close()
 		nok "readdir priming: ls -l of 1500 files over NFS costs the listing's calls, not one per file" \
 			"entry cache off, 300 files: $off calls, $offprimed primed; on, 1500 files: $calls calls, $primed primed (want 300 or more calls off, none primed; 1500 or more primed and at most 20 calls on)"
 	fi
+	# Repeated within the timeouts, the listing is read back from the
+	# client's readdir cache (no READDIR): what the first one's
+	# READDIRPLUS brought is still good, and is primed again.
+	lsl "$upper/many1"
+	if [ "$readdirs" = 0 ] && [ "$calls" -le 20 ] && [ "$primed" -ge 1500 ]; then
+		ok "readdir priming: ls -l repeated within the timeouts reads the client's readdir cache"
+	else
+		nok "readdir priming: ls -l repeated within the timeouts reads the client's readdir cache" \
+			"$readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed (want no READDIR, at most 20 calls, 1500 or more primed)"
+	fi
 	# The readdir cache (readdir_cache=1, within entry_timeout_ms): a
 	# repeated listing asks the client nothing (under noac each of the
 	# client's readdir calls sends a GETATTR of the directory), a name the
