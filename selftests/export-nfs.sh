@@ -346,15 +346,17 @@ m.close()
 	# with READDIRPLUS only because aheadfs read the directory ahead.  The
 	# calls left are the directory's own: its LOOKUP and ACCESS, and a
 	# GETATTR for each of the client's readdir calls (noac).
-	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls
-		local l0 g0 a0 r0 p0
+	now_ms() { echo $(($(date +%s%N) / 1000000)); }
+	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls, its ms in $took
+		local l0 g0 a0 r0 p0 t0
 		l0=$(nfs_ops LOOKUP) g0=$(nfs_ops GETATTR) a0=$(nfs_ops ACCESS)
-		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed)
+		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed) t0=$(now_ms)
 		listing=$(ls -ln --full-time "$1") || listing="ls failed"
+		took=$(($(now_ms) - t0))
 		calls=$(($(nfs_ops LOOKUP) - l0 + $(nfs_ops GETATTR) - g0 + $(nfs_ops ACCESS) - a0))
 		readdirs=$(($(nfs_ops READDIR) - r0))
 		primed=$(($(ustat entries_primed) - p0))
-		echo "# ls -l of ${1##*/}: $readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
+		echo "# ls -l of ${1##*/}: $readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed, $took ms"
 	}
 	mkdir "$lower/many0" && (cd "$lower/many0" && seq -f 'f%g' 300 | xargs touch)
 	mkdir "$lower/many1" && (cd "$lower/many1" && seq -f 'f%g' 1500 | xargs touch)
@@ -365,6 +367,7 @@ m.close()
 		"$(ls -ln --full-time "$cli/many0")" "$listing"
 	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	lsl "$upper/many1"
+	took1=$took
 	check "with readdir priming, ls -l through aheadfs over NFS is the client's" \
 		"$(ls -ln --full-time "$cli/many1")" "$listing"
 	if [ "$off" -ge 300 ] && [ "$offprimed" = 0 ] && [ "$primed" -ge 1500 ] &&
@@ -414,15 +417,20 @@ m.close()
 	# has the client read it again with READDIRPLUS and re-stamps what
 	# the server just returned: the listing after the timeouts costs the
 	# listing's calls again, and shows what was changed on the server
-	# after the first one.  Both timeouts short (2 s), with the readdir
-	# cache on; then the attribute timeout alone short, where the readdir
+	# after the first one.  Both timeouts short, with the readdir cache
+	# on; then the attribute timeout alone short, where the readdir
 	# cache's listing, kept for the entry timeout, would be served
-	# without priming.  The wait is computed: until the timeouts have
-	# run out since the first listing ended.
-	now_ms() { echo $(($(date +%s%N) / 1000000)); }
+	# without priming.  Short is 2 s, or four times what the first primed
+	# listing above took if that is longer: a listing must end within
+	# it, or the stats of its first entries find them expired (a slow
+	# host).  The wait is computed: until the timeouts have run out since
+	# the first listing ended.
+	short=$((took1 * 4 > 2000 ? took1 * 4 : 2000))
+	[ "$short" -le 30000 ] || short=30000
 	echo 1 >"/sys/fs/aheadfs/$uid/readdir_cache"
-	for t in "2000 2000" "2000 3600000"; do
-		read -r at et <<<"$t"
+	for t in "$short $short both timeouts short" "$short 3600000 the attribute timeout alone short"; do
+		read -r at et what <<<"$t"
+		echo "# attr_timeout_ms $at, entry_timeout_ms $et"
 		echo "$at" >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
 		echo "$et" >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 		lsl "$upper/many1"
@@ -436,7 +444,6 @@ m.close()
 		# As listed, and as a stat right after it (from the cache) reports.
 		got=$(awk '$NF == "f7" || $NF == "f9" { print substr($1, 1, 10), $5 }' <<<"$listing"
 		      stat -c '%A %s' "$upper/many1/f7" "$upper/many1/f9")
-		what="attr_timeout_ms $at, entry_timeout_ms $et"
 		check "after the attribute timeout ran out ($what), ls -l through aheadfs over NFS is the client's" \
 			"$(ls -ln --full-time "$cli/many1")" "$listing"
 		check "after the attribute timeout ran out ($what), a change on the server is seen" "$want
