@@ -210,6 +210,8 @@ struct aheadfs_inode_info {
 	struct aheadfs_dir_cache *dir_cache;
 	u64 dir_gen;			/* bumped by each change through us */
 	u64 dir_seq;			/* numbers the caches kept */
+	/* When an NFS lower's listing was last read afresh (cache.c). */
+	unsigned long dir_fetch_time;
 };
 
 /*
@@ -222,6 +224,8 @@ struct aheadfs_inode_info {
 #define AHEADFS_I_BLOCKS	1
 /* aheadfs_inode_info.btime holds the lower's birth time (cache.c). */
 #define AHEADFS_I_BTIME		2
+/* aheadfs_inode_info.dir_fetch_time holds a value (cache.c). */
+#define AHEADFS_I_FETCHED	3
 
 struct aheadfs_pf_state;
 struct aheadfs_dir_cache;

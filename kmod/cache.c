@@ -14,7 +14,12 @@
  * - Readdir priming: with the entry cache on, a readdir through the mount
  *   stamps both, for every entry whose lower dentry and inode the lower
  *   already holds (an NFS client's READDIRPLUS has just filled them), so a
- *   listing's stats cost the listing's round trips only.
+ *   listing's stats cost the listing's round trips only.  On an NFS lower
+ *   the directory is read ahead with READDIRPLUS first, and read from the
+ *   server again once what the last read-ahead primed has run out (the
+ *   client would otherwise list it from its readdir cache, without
+ *   attributes): the listing after the timeouts costs the same round trips
+ *   as the first, and stamps only attributes the server has just sent.
  *
  * Both timeouts are 0 (off) by default: then every walk, stat and
  * permission check asks the lower, and aheadfs is exactly as fresh as it.
@@ -303,11 +308,13 @@ static bool lower_attr_time(struct inode *lower, unsigned long now,
  * in calls that follow each other, is kept as the lower listed it (names,
  * inode numbers, types, and the lower's offsets, which stay the ones the
  * caller sees), dated when the listing started; within the entry timeout
- * of that, a readdir of the directory is answered from it without asking
- * the lower.  Every change of the directory's names through this mount
- * drops it (aheadfs_dir_changed()), and a listing that such a change
- * overtook is not kept; a change made in the lower directly, or through
- * another mount of it, is seen when the timeout has run out.
+ * of that (and the attribute timeout, if on and shorter: past it a listing
+ * from the lower primes what ls -l will stat), a readdir of the directory
+ * is answered from it without asking the lower.  Every change of the
+ * directory's names through this mount drops it (aheadfs_dir_changed()),
+ * and a listing that such a change overtook is not kept; a change made in
+ * the lower directly, or through another mount of it, is seen when the
+ * timeout has run out.
  */
 struct aheadfs_dir_cache {
 	refcount_t ref;
@@ -445,6 +452,18 @@ static bool dir_cache_charge(struct aheadfs_dir_cache *dc, size_t delta)
 	return false;
 }
 
+/*
+ * How long what a listing primed stays good: the entry timeout, or the
+ * attribute timeout if that is on and shorter.
+ */
+static unsigned int prime_timeout(struct aheadfs_sb_info *sbi)
+{
+	unsigned int entry = READ_ONCE(sbi->entry_timeout_ms);
+	unsigned int attr = READ_ONCE(sbi->attr_timeout_ms);
+
+	return attr && attr < entry ? attr : entry;
+}
+
 static bool dir_cache_on(struct aheadfs_sb_info *sbi)
 {
 	return READ_ONCE(sbi->readdir_cache) &&
@@ -538,7 +557,7 @@ static bool dir_cache_serve(struct file *file, struct file *lower,
 
 	spin_lock(&ai->dir_lock);
 	dc = ai->dir_cache;
-	if (dc && !within(dc->time, READ_ONCE(sbi->entry_timeout_ms))) {
+	if (dc && !within(dc->time, prime_timeout(sbi))) {
 		old = dir_cache_detach(ai);
 		dc = NULL;
 	}
@@ -869,6 +888,33 @@ static bool read_ahead_actor(struct dir_context *ctx, const char *name,
 }
 
 /*
+ * Whether the NFS client's readdir cache of @dir (the lower of our @inode)
+ * may be read back for priming as it is: it was filled by a read-ahead of
+ * ours (nfs_read_ahead()) within @timeout, so what its READDIRPLUS brought
+ * is still good for that long, or within the client's own shortest
+ * attribute timeout for files (acregmin; 0 with noac), within which the
+ * client answers every stat from its cache anyway.  Otherwise the
+ * attributes the client holds for its entries are older than what
+ * priming could stamp fresh, and the client, whose cache stays valid for
+ * as long as the directory's change attribute does (a chmod or a write of
+ * a file leaves it alone), would list the directory from it without
+ * attributes and send a GETATTR for each file stated after.
+ */
+static bool nfs_fetched_within(struct inode *inode, struct inode *dir,
+			       unsigned int timeout)
+{
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	unsigned long t;
+
+	if (!test_bit(AHEADFS_I_FETCHED, &ai->flags))
+		return false;
+	smp_rmb();	/* dir_fetch_time holds a value: see nfs_read_ahead() */
+	t = READ_ONCE(ai->dir_fetch_time);
+	return within(t, timeout) ||
+	       time_before(jiffies, t + READ_ONCE(NFS_SERVER(dir)->acregmin));
+}
+
+/*
  * An NFS client reads a directory with READDIRPLUS, which brings each
  * entry's attributes and primes its dcache, from the directory's start
  * (a readdir at position 0), and past it only while it sees the entries
@@ -883,28 +929,55 @@ static bool read_ahead_actor(struct dir_context *ctx, const char *name,
  * keeps in the open file (6.12 ends its first call after 19 entries, to
  * count the lookups that follow them).  The round trips are those of the
  * client's own ls -l; at most AHEADFS_PRIME_AHEAD entries.
+ *
+ * Unless the client's readdir cache was filled that way within what
+ * priming stamps (nfs_fetched_within()), it is dropped first, as
+ * drop_caches would drop it (clean pages, none in use), so that the
+ * client reads the directory from the server again, with READDIRPLUS:
+ * once the timeouts have run out, the listing costs the listing's round
+ * trips again, not a GETATTR per file, and every attribute it primes is
+ * one the server has just returned (the client's read_cache_jiffies,
+ * lower_attr_time()).  A page the drop leaves (another reader holds it)
+ * is listed from the cache, its entries dated as the client dated them.
  */
-static void nfs_read_ahead(struct file *lower)
+static void nfs_read_ahead(struct inode *inode, struct file *lower)
 {
 	struct aheadfs_read_ahead ra = { .ctx.actor = read_ahead_actor };
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
 	struct inode *dir = file_inode(lower);
+	unsigned long start = jiffies;
 	struct file *file;
 	unsigned int seen;
+	bool fetch;
 	int err;
 
 	if (dir->i_sb->s_magic != NFS_SUPER_MAGIC ||
 	    !nfs_server_capable(dir, NFS_CAP_READDIRPLUS))
 		return;
+	fetch = !nfs_fetched_within(inode, dir,
+				    prime_timeout(AHEADFS_SB(inode->i_sb)));
 	file = dentry_open(&lower->f_path, O_RDONLY | O_DIRECTORY,
 			   current_cred());
 	if (IS_ERR(file))
 		return;
+	if (fetch)
+		invalidate_mapping_pages(dir->i_mapping, 0, -1);
 	do {
 		seen = ra.seen;
 		file->f_pos = 0;
 		err = iterate_dir(file, &ra.ctx);
 	} while (!err && ra.seen > seen && ra.seen < AHEADFS_PRIME_AHEAD &&
 		 !fatal_signal_pending(current));
+	/* Read through to its end: dated by when the reading started. */
+	if (fetch && !err && ra.seen < AHEADFS_PRIME_AHEAD &&
+	    !fatal_signal_pending(current)) {
+		WRITE_ONCE(ai->dir_fetch_time, start);
+		if (!test_bit(AHEADFS_I_FETCHED, &ai->flags)) {
+			/* The time before the bit: nfs_fetched_within(). */
+			smp_mb__before_atomic();
+			set_bit(AHEADFS_I_FETCHED, &ai->flags);
+		}
+	}
 	fput(file);
 }
 
@@ -981,7 +1054,7 @@ int aheadfs_iterate_lower(struct file *file, struct file *lower,
 	if (!p.buf && !p.fill)
 		return iterate_dir(lower, ctx);
 	if (p.buf && ctx->pos == 0)
-		nfs_read_ahead(lower);
+		nfs_read_ahead(file_inode(file), lower);
 	err = iterate_dir(lower, &p.ctx);
 	ctx->pos = p.ctx.pos;
 	if (p.fill)

@@ -346,14 +346,17 @@ m.close()
 	# with READDIRPLUS only because aheadfs read the directory ahead.  The
 	# calls left are the directory's own: its LOOKUP and ACCESS, and a
 	# GETATTR for each of the client's readdir calls (noac).
-	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls
-		local l0 g0 a0 r0 p0
+	now_ms() { echo $(($(date +%s%N) / 1000000)); }
+	lsl() {	# lsl DIR: ls -l of DIR into $listing, the calls it cost in $calls, its ms in $took
+		local l0 g0 a0 r0 p0 t0
 		l0=$(nfs_ops LOOKUP) g0=$(nfs_ops GETATTR) a0=$(nfs_ops ACCESS)
-		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed)
+		r0=$(nfs_ops READDIR) p0=$(ustat entries_primed) t0=$(now_ms)
 		listing=$(ls -ln --full-time "$1") || listing="ls failed"
+		took=$(($(now_ms) - t0))
 		calls=$(($(nfs_ops LOOKUP) - l0 + $(nfs_ops GETATTR) - g0 + $(nfs_ops ACCESS) - a0))
+		readdirs=$(($(nfs_ops READDIR) - r0))
 		primed=$(($(ustat entries_primed) - p0))
-		echo "# ls -l of ${1##*/}: $(($(nfs_ops READDIR) - r0)) READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed"
+		echo "# ls -l of ${1##*/}: $readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed, $took ms"
 	}
 	mkdir "$lower/many0" && (cd "$lower/many0" && seq -f 'f%g' 300 | xargs touch)
 	mkdir "$lower/many1" && (cd "$lower/many1" && seq -f 'f%g' 1500 | xargs touch)
@@ -364,6 +367,7 @@ m.close()
 		"$(ls -ln --full-time "$cli/many0")" "$listing"
 	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	lsl "$upper/many1"
+	took1=$took
 	check "with readdir priming, ls -l through aheadfs over NFS is the client's" \
 		"$(ls -ln --full-time "$cli/many1")" "$listing"
 	if [ "$off" -ge 300 ] && [ "$offprimed" = 0 ] && [ "$primed" -ge 1500 ] &&
@@ -372,6 +376,16 @@ m.close()
 	else
 		nok "readdir priming: ls -l of 1500 files over NFS costs the listing's calls, not one per file" \
 			"entry cache off, 300 files: $off calls, $offprimed primed; on, 1500 files: $calls calls, $primed primed (want 300 or more calls off, none primed; 1500 or more primed and at most 20 calls on)"
+	fi
+	# Repeated within the timeouts, the listing is read back from the
+	# client's readdir cache (no READDIR): what the first one's
+	# READDIRPLUS brought is still good, and is primed again.
+	lsl "$upper/many1"
+	if [ "$readdirs" = 0 ] && [ "$calls" -le 20 ] && [ "$primed" -ge 1500 ]; then
+		ok "readdir priming: ls -l repeated within the timeouts reads the client's readdir cache"
+	else
+		nok "readdir priming: ls -l repeated within the timeouts reads the client's readdir cache" \
+			"$readdirs READDIR, $calls LOOKUP+GETATTR+ACCESS, $primed primed (want no READDIR, at most 20 calls, 1500 or more primed)"
 	fi
 	# The readdir cache (readdir_cache=1, within entry_timeout_ms): a
 	# repeated listing asks the client nothing (under noac each of the
@@ -394,6 +408,56 @@ m.close()
 	echo 0 >"/sys/fs/aheadfs/$uid/readdir_cache"
 	check "with the readdir cache off, the name the server added is listed at once" \
 		1 "$(ls -f "$upper/many1" | grep -cx late)"
+	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+	# After the timeouts ran out: the client's readdir cache of many1 is
+	# still valid (noac revalidates it by the directory's change
+	# attribute, which a chmod or a write of a file leaves alone), so it
+	# would list the directory again without attributes, and the stats
+	# would cost one GETATTR per file, as on the client alone.  Priming
+	# has the client read it again with READDIRPLUS and re-stamps what
+	# the server just returned: the listing after the timeouts costs the
+	# listing's calls again, and shows what was changed on the server
+	# after the first one.  Both timeouts short, with the readdir cache
+	# on; then the attribute timeout alone short, where the readdir
+	# cache's listing, kept for the entry timeout, would be served
+	# without priming.  Short is 2 s, or four times what the first primed
+	# listing above took if that is longer: a listing must end within
+	# it, or the stats of its first entries find them expired (a slow
+	# host).  The wait is computed: until the timeouts have run out since
+	# the first listing ended.
+	short=$((took1 * 4 > 2000 ? took1 * 4 : 2000))
+	[ "$short" -le 30000 ] || short=30000
+	echo 1 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	for t in "$short $short both timeouts short" "$short 3600000 the attribute timeout alone short"; do
+		read -r at et what <<<"$t"
+		echo "# attr_timeout_ms $at, entry_timeout_ms $et"
+		echo "$at" >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
+		echo "$et" >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
+		lsl "$upper/many1"
+		first=$calls
+		end=$(now_ms)
+		chmod 0604 "$mnt/many1/f7"
+		printf 'changed on the server' >>"$mnt/many1/f9"
+		want=$(stat -c '%A %s' "$mnt/many1/f7" "$mnt/many1/f9")
+		while [ $(($(now_ms) - end)) -le $((at + 200)) ]; do sleep 0.1; done
+		lsl "$upper/many1"
+		# As listed, and as a stat right after it (from the cache) reports.
+		got=$(awk '$NF == "f7" || $NF == "f9" { print substr($1, 1, 10), $5 }' <<<"$listing"
+		      stat -c '%A %s' "$upper/many1/f7" "$upper/many1/f9")
+		check "after the attribute timeout ran out ($what), ls -l through aheadfs over NFS is the client's" \
+			"$(ls -ln --full-time "$cli/many1")" "$listing"
+		check "after the attribute timeout ran out ($what), a change on the server is seen" "$want
+$want" "$got"
+		if [ "$calls" -le 20 ] && [ "$primed" -ge 1500 ]; then
+			ok "after the attribute timeout ran out ($what), ls -l of 1500 files over NFS costs the listing's calls, not one per file"
+		else
+			nok "after the attribute timeout ran out ($what), ls -l of 1500 files over NFS costs the listing's calls, not one per file" \
+				"first listing $first calls; after the timeouts: $calls LOOKUP+GETATTR+ACCESS, $readdirs READDIR, $primed primed (want at most 20 calls, 1500 or more primed)"
+		fi
+		chmod 0644 "$mnt/many1/f7"
+	done
+	echo 0 >"/sys/fs/aheadfs/$uid/readdir_cache"
+	echo 60000 >"/sys/fs/aheadfs/$uid/attr_timeout_ms"
 	echo 60000 >"/sys/fs/aheadfs/$uid/entry_timeout_ms"
 	# Negative entries follow negative_timeout_ms, not entry_timeout_ms: off
 	# (the default), a name created on the server is seen at once even with
