@@ -517,15 +517,15 @@ ahstats() {
 		printf "%s=%s ", $1, $2 }' "$sysfs/stats"
 }
 # listing CASE WHICH DIR: one timed `ls -l DIR`, with the client's RPCs
-# and, through aheadfs, its cache counters.  ls, its libraries and the
-# user and group files are read (`ls -l` of a tmpfs directory) just
+# and, through aheadfs, its cache counters.  ls, wc, their libraries and
+# the user and group files are read (`ls -l` of a tmpfs directory) just
 # before, untimed: after drop_caches they would come from the guest's 9p
 # root, a wait on the host that is no part of the listing (and no
 # measurement at all on an instruction-counted clock).  Sets l_start and
 # l_end (EPOCHREALTIME) for the timeouts' arithmetic below.
 listing() {
 	local a b sa sb n
-	LC_ALL=C ls -l "$work" >/dev/null
+	LC_ALL=C ls -l "$work" | wc -l >/dev/null
 	a=$(rpcs "$work/nfs")
 	sa=$(ahstats)
 	l_start=$EPOCHREALTIME
@@ -769,7 +769,8 @@ if listings:
     for x in listings:
         if "aheadfs_stats" in x:
             print("  aheadfs's counters, %s %s: %s" % (x["case"], x["listing"], ", ".join(
-                "%s %d" % kv_ for kv_ in sorted(x["aheadfs_stats"].items()) if kv_[1])))
+                "%s %d" % kv_ for kv_ in sorted(x["aheadfs_stats"].items()) if kv_[1])
+                or "none moved"))
     for q in ratios:
         if q["what"].startswith("ls -l"):
             print("  %-42s %8.2f  (target %s %g) %s%s" % (
