@@ -84,7 +84,8 @@
 #    "listings": [{"kernel", "case", "listing": "first"|"repeat"|"expired",
 #                  "seconds", "rpcs": {"GETATTR", "ACCESS", "LOOKUP",
 #                  "READDIR", "READDIRPLUS", ..., "total"}, "files",
-#                  "clock", ["aheadfs_stats"], ["timeout_ms"]}],
+#                  "clock", ["aheadfs_stats"], ["timeout_ms"],
+#                  ["within_timeout"]}],
 #    "ratios":   [{"kernel", "what", "value", "target", "op", "met",
 #                  "clock", ...}]}
 # and a table on stdout.  Set BENCH_META_PARTS="a" or "b" to run one part:
