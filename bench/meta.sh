@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-clock: icount
 # vm-run-memory: 3G
-# vm-run-timeout: 3600
+# vm-run-timeout: 7200
 # vm-run-args: --append tsc=reliable
 #
 # bench/meta.sh: metadata rates and a slow-lower `ls -l` through aheadfs,
