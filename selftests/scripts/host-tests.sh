@@ -357,9 +357,12 @@ expect "bench/meta.sh: an unknown BENCH_META_CASES case is refused" 1 \
 expect "bench/meta.sh: an unknown BENCH_CLOCK is refused" 2 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/meta.sh"
-expect "bench/meta.sh: part (b) under BENCH_CLOCK=icount is refused" 1 \
-	"BENCH_CLOCK=icount runs part (a) only" \
-	env BENCH_CLOCK=icount BENCH_META_PARTS="a b" bash "$top/bench/meta.sh"
+expect "bench/meta.sh: a BENCH_META_TIMEOUT_MS of 0 is refused" 2 \
+	"BENCH_META_TIMEOUT_MS must be a number of ms > 0" \
+	env BENCH_CLOCK=icount BENCH_META_TIMEOUT_MS=0 bash "$top/bench/meta.sh"
+expect "bench/meta.sh: a BENCH_META_TIMEOUT_MS that is no number is refused" 2 \
+	"BENCH_META_TIMEOUT_MS must be a number of ms > 0" \
+	env BENCH_META_TIMEOUT_MS=30s bash "$top/bench/meta.sh"
 expect "bench/copy.sh: an unknown BENCH_CLOCK is refused" 2 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/copy.sh"
