@@ -89,7 +89,7 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	fi = kmem_cache_zalloc(aheadfs_file_cachep, GFP_KERNEL);
 	if (!fi) {
 		err = -ENOMEM;
 		goto out;
@@ -134,7 +134,7 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	goto out;
 
 out_free:
-	kfree(fi);
+	kmem_cache_free(aheadfs_file_cachep, fi);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode,
 		       file->f_path.dentry, t0, err);
@@ -150,7 +150,7 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 		aheadfs_prefetch_release(file);
 	aheadfs_dir_release(fi);
 	fput(fi->lower);
-	kfree(fi);
+	kmem_cache_free(aheadfs_file_cachep, fi);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode,
 		       file->f_path.dentry, t0, 0);
 	return 0;
