@@ -103,14 +103,18 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 		err = -EACCES;
 		goto out_free;
 	}
+	/*
+	 * Our file pins our dentry, whose reference on the lower dentry
+	 * keeps it positive (as in aheadfs_getattr()); the lower file takes
+	 * its own.
+	 */
 	lower_path.mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
-	lower_path.dentry = aheadfs_get_lower(file->f_path.dentry);
-	if (!lower_path.dentry) {
+	lower_path.dentry = aheadfs_lower_dentry(file->f_path.dentry);
+	if (d_really_is_negative(lower_path.dentry)) {
 		err = -ENOENT;
 		goto out_free;
 	}
 	lower = dentry_open(&lower_path, flags, current_cred());
-	dput(lower_path.dentry);
 	if (IS_ERR(lower)) {
 		err = PTR_ERR(lower);
 		goto out_free;
