@@ -361,6 +361,7 @@ static inline void aheadfs_op_end(struct super_block *sb,
 
 /* super.c */
 extern struct kmem_cache *aheadfs_inode_cachep;
+extern struct kmem_cache *aheadfs_file_cachep;
 int aheadfs_check_tunable(const char *name, unsigned int val);
 
 /*

@@ -89,7 +89,7 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	fi = kmem_cache_zalloc(aheadfs_file_cachep, GFP_KERNEL);
 	if (!fi) {
 		err = -ENOMEM;
 		goto out;
@@ -103,14 +103,18 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 		err = -EACCES;
 		goto out_free;
 	}
+	/*
+	 * Our file pins our dentry, whose reference on the lower dentry
+	 * keeps it positive (as in aheadfs_getattr()); the lower file takes
+	 * its own.
+	 */
 	lower_path.mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
-	lower_path.dentry = aheadfs_get_lower(file->f_path.dentry);
-	if (!lower_path.dentry) {
+	lower_path.dentry = aheadfs_lower_dentry(file->f_path.dentry);
+	if (d_really_is_negative(lower_path.dentry)) {
 		err = -ENOENT;
 		goto out_free;
 	}
 	lower = dentry_open(&lower_path, flags, current_cred());
-	dput(lower_path.dentry);
 	if (IS_ERR(lower)) {
 		err = PTR_ERR(lower);
 		goto out_free;
@@ -134,7 +138,7 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	goto out;
 
 out_free:
-	kfree(fi);
+	kmem_cache_free(aheadfs_file_cachep, fi);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode,
 		       file->f_path.dentry, t0, err);
@@ -150,7 +154,7 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 		aheadfs_prefetch_release(file);
 	aheadfs_dir_release(fi);
 	fput(fi->lower);
-	kfree(fi);
+	kmem_cache_free(aheadfs_file_cachep, fi);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode,
 		       file->f_path.dentry, t0, 0);
 	return 0;

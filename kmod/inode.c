@@ -282,9 +282,19 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	 */
 	written = test_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags) &&
 		  test_and_clear_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
+	/*
+	 * No reference of our own for the call: the caller's on our dentry
+	 * pins our dentry_info and with it the reference it holds on the
+	 * lower dentry, which is never replaced while we are positive.  That
+	 * reference also keeps the lower dentry positive: d_delete() turns
+	 * a dentry negative only when its caller holds the last reference,
+	 * and otherwise unhashes it, so a concurrent unlink or rmdir in the
+	 * lower (or a d_invalidate(), or a rename, which only moves it) leaves
+	 * it and its inode as they are for the call.
+	 */
 	lower_path.mnt = sbi->lower.mnt;
-	lower_path.dentry = aheadfs_get_lower(dentry);
-	if (!lower_path.dentry) {
+	lower_path.dentry = aheadfs_lower_dentry(dentry);
+	if (d_really_is_negative(lower_path.dentry)) {
 		/*
 		 * Removed from the lower while a cwd or an fd pinned us: the
 		 * inode we hold is what a native stat of it would show.
@@ -300,7 +310,6 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		request_mask |= STATX_BTIME;
 	err = aheadfs_vfs_getattr(&lower_path, stat, request_mask,
 				  query_flags);
-	dput(lower_path.dentry);
 	if (err) {
 		if (written)
 			set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);

@@ -21,6 +21,7 @@
 #include "trace.h"
 
 struct kmem_cache *aheadfs_inode_cachep;
+struct kmem_cache *aheadfs_file_cachep;
 
 const char *const aheadfs_prefetch_names[AHEADFS_PF_NR_MODES] = {
 	[AHEADFS_PF_AHEAD]	= "ahead",
@@ -672,9 +673,15 @@ static int __init aheadfs_init(void)
 						 aheadfs_inode_init_once);
 	if (!aheadfs_inode_cachep)
 		return -ENOMEM;
+	/* One per open file: an open's only allocation of our own. */
+	aheadfs_file_cachep = KMEM_CACHE(aheadfs_file_info, 0);
+	if (!aheadfs_file_cachep) {
+		err = -ENOMEM;
+		goto out_inode_cache;
+	}
 	err = aheadfs_backing_init();
 	if (err)
-		goto out_inode_cache;
+		goto out_file_cache;
 	err = aheadfs_prefetch_init();
 	if (err)
 		goto out_file;
@@ -692,6 +699,8 @@ out_prefetch:
 	aheadfs_prefetch_exit();
 out_file:
 	aheadfs_backing_exit();
+out_file_cache:
+	kmem_cache_destroy(aheadfs_file_cachep);
 out_inode_cache:
 	kmem_cache_destroy(aheadfs_inode_cachep);
 	return err;
@@ -705,6 +714,7 @@ static void __exit aheadfs_exit(void)
 	aheadfs_backing_exit();
 	/* Inodes are freed through RCU; wait before destroying their cache. */
 	rcu_barrier();
+	kmem_cache_destroy(aheadfs_file_cachep);
 	kmem_cache_destroy(aheadfs_inode_cachep);
 }
 

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# bench/meta-profile.sh: where an aheadfs metadata operation's instructions
+# go (Documentation/metadata.rst, "Where the gap is").  Run in a guest:
+#
+#   scripts/vm-run --kernel 6.12 --memory 3G --tcg-single --cpus 1 \
+#       --qemu-opts '-icount shift=0,sleep=off' -- bench/meta-profile.sh
+#
+# xfs on a RAM disk (brd); the same operations on it directly ("lower"),
+# through aheadfs with its defaults, and through overlayfs (upper and lower
+# directories on the same xfs).  Per layer and op, in a fresh directory of
+# $PROFILE_FILES files (default 5000), one process:
+#   create      open(O_CREAT) + close of new files
+#   stat        stat(2) of every file, $PROFILE_PASSES passes (default 10)
+#   open_close  open(O_RDONLY) + close, $PROFILE_PASSES passes
+#   rename      every file to NAME.r and back (two ops), a fifth as many
+#   unlink      unlink(2)
+# Each op is timed (ops per guest second: on QEMU's -icount clock, per 10^9
+# instructions), then run again in a fresh directory under `perf record -e
+# cpu-clock -c $PROFILE_PERIOD -g` (default 20000: a sample every 20,000
+# instructions), for the layers in $PROFILE_RECORD (default aheadfs), and
+# the run's samples are split by call chain, from the root: a
+# sample is "own" once a frame of aheadfs.ko is on the chain, "lower" when
+# a frame of the lower's VFS entry points or of xfs follows (is called
+# from) that, and "rest" without an aheadfs frame.  Writes a table to
+# stdout and build/bench/meta-profile-<release>.txt (with PROFILE_KEEP=1,
+# each run's `perf script` too).  $PROFILE_OPS and $PROFILE_LAYERS choose
+# the ops and layers.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+rel=$(uname -r)
+files=${PROFILE_FILES:-5000}
+passes=${PROFILE_PASSES:-10}
+# One sample per $period guest ns (instructions, on the -icount clock).
+period=${PROFILE_PERIOD:-20000}
+ops=${PROFILE_OPS:-create stat open_close rename unlink}
+layers=${PROFILE_LAYERS:-lower aheadfs overlay}
+ko=${AHEADFS_KO:-$top/build/kmod/$rel/aheadfs.ko}
+out=$top/build/bench
+work=/run/aheadfs-meta-profile
+
+die() { echo "meta-profile: $*" >&2; exit 1; }
+mkdir -p "$out" "$work"
+mount -t tmpfs -o size=256M mp "$work"
+cleanup() {
+	umount "$work/ov" "$work/ah" 2>/dev/null || true
+	umount "$work/xfs" 2>/dev/null || true
+	umount "$work" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+cat >"$work/mops.c" <<'CEOF'
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die(const char *what, const char *p)
+{
+	fprintf(stderr, "mops: %s %s: %s\n", what, p, strerror(errno));
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *op = argv[1], *dir = argv[2];
+	int n = atoi(argv[3]), passes = argc > 4 ? atoi(argv[4]) : 1;
+	char p[4096], q[4200];
+	struct timespec a, b;
+	struct stat st;
+	long done = 0;
+	int i, k, fd;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (k = 0; k < passes; k++) {
+		for (i = 0; i < n; i++) {
+			snprintf(p, sizeof(p), "%s/f%d", dir, i);
+			if (!strcmp(op, "create") || !strcmp(op, "mk")) {
+				fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0644);
+				if (fd < 0)
+					die("create", p);
+				close(fd);
+			} else if (!strcmp(op, "stat")) {
+				if (stat(p, &st))
+					die("stat", p);
+			} else if (!strcmp(op, "open_close")) {
+				fd = open(p, O_RDONLY);
+				if (fd < 0)
+					die("open", p);
+				close(fd);
+			} else if (!strcmp(op, "rename")) {
+				snprintf(q, sizeof(q), "%s.r", p);
+				if (rename(p, q) || rename(q, p))
+					die("rename", p);
+				done++;
+			} else if (!strcmp(op, "unlink")) {
+				if (unlink(p))
+					die("unlink", p);
+			} else {
+				fprintf(stderr, "mops: op %s\n", op);
+				return 2;
+			}
+			done++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%.0f\n", done / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9));
+	return 0;
+}
+CEOF
+gcc -O2 -Wall -o "$work/mops" "$work/mops.c" || die "cannot build mops"
+
+cat >"$work/split.py" <<'PEOF'
+import re, sys
+# The lower's VFS entry points aheadfs calls, and what the lower is.
+LOWER = re.compile(r'^(xfs_|vfs_|dentry_open$|lookup_one|lookup_noperm|'
+                   r'inode_permission$|notify_change$|iterate_dir$|'
+                   r'try_lookup_one|__lookup_one|kernel_read$|kernel_write$)')
+# aheadfs.ko's functions (perf names a module's from kallsyms, with
+# [kernel.kallsyms] for their dso): those in module space by that name.
+OURS = set(l.split()[-1] for l in open(sys.argv[1]) if len(l.split()) == 3
+           and l.split()[1] in 'tT')
+def ours(sym, ip):
+    return sym in OURS and int(ip, 16) >= 0xffffffffc0000000
+own = lower = rest = 0
+ownsym = {}
+frames = []
+def flush():
+    global own, lower, rest
+    if not frames:
+        return
+    state = 'rest'
+    first = None
+    for sym, ip in reversed(frames):		# root first
+        if state == 'rest':
+            if ours(sym, ip):
+                state = 'own'
+        elif state == 'own' and not ours(sym, ip) and LOWER.match(sym):
+            state = 'lower'
+            break
+    if state == 'own':
+        own += 1
+        # Which of our functions, or what they call: the innermost ours.
+        for sym, ip in frames:
+            if ours(sym, ip):
+                leaf = frames[0][0]
+                key = sym if leaf == sym else sym + ' > ' + leaf
+                ownsym[key] = ownsym.get(key, 0) + 1
+                break
+    elif state == 'lower':
+        lower += 1
+    else:
+        rest += 1
+for line in sys.stdin:
+    line = line.rstrip('\n')
+    if not line.strip():
+        flush()
+        frames = []
+        continue
+    if line[0] != ' ' and line[0] != '\t':
+        continue				# the sample's header
+    m = re.match(r'\s*([0-9a-f]+)\s+(\S+?)(\+0x[0-9a-f]+)?\s+\((.*)\)$', line)
+    if m:
+        frames.append((m.group(2), m.group(1)))
+flush()
+tot = own + lower + rest
+print('%d %.1f %.1f' % (tot, 100.0 * own / max(tot, 1), 100.0 * lower / max(tot, 1)))
+for k, v in sorted(ownsym.items(), key=lambda x: -x[1])[:12]:
+    print('  %5.2f%% %s' % (100.0 * v / max(tot, 1), k))
+PEOF
+
+lsmod | grep -qw aheadfs || insmod "$ko"
+nm --defined-only "$ko" >"$work/syms"
+# Sample as often as asked, however long the handler takes.
+echo 200000 >/proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || true
+echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
+if modprobe brd rd_nr=1 rd_size=$((1024 * 1024)) 2>/dev/null && [ -b /dev/ram0 ]; then
+	dev=/dev/ram0
+else
+	die "no brd"
+fi
+mkfs.xfs -q -f "$dev"
+mkdir -p "$work/xfs" "$work/ah" "$work/ov"
+mount "$dev" "$work/xfs"
+mkdir -p "$work/xfs/ah" "$work/xfs/ovl" "$work/xfs/ovu" "$work/xfs/ovw" "$work/xfs/lo"
+mount -t aheadfs "$work/xfs/ah" "$work/ah"
+mount -t overlay -o "lowerdir=$work/xfs/ovl,upperdir=$work/xfs/ovu,workdir=$work/xfs/ovw" ov "$work/ov"
+dir_of() {
+	case $1 in
+	lower) echo "$work/xfs/lo" ;; aheadfs) echo "$work/ah" ;; overlay) echo "$work/ov" ;;
+	esac
+}
+# Prepare the directory OP needs at D/OP.N (fresh for every run).
+prep() {
+	local d=$1 op=$2
+	rm -rf "$d"
+	mkdir -p "$d"
+	case $op in create) ;; *) "$work/mops" mk "$d" "$files" >/dev/null ;; esac
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	# warm the dentries and inodes, as a benchmark's earlier phase does
+	case $op in create) ;; *) "$work/mops" stat "$d" "$files" >/dev/null ;; esac
+}
+run_passes() {
+	case $1 in
+	stat|open_close) echo "$passes" ;;
+	rename) echo $(((passes + 4) / 5)) ;;
+	*) echo 1 ;;
+	esac
+}
+
+report=$out/meta-profile-$rel.txt
+: >"$report"
+: >"$work/detail.txt"
+printf '%-10s %-8s %9s %7s %7s %7s\n' op layer ops_s own lowervfs samples | tee -a "$report"
+for op in $ops; do
+	declare -A rate=()
+	for layer in $layers; do
+		base=$(dir_of "$layer")
+		prep "$base/t.$op" "$op"
+		rate[$layer]=$("$work/mops" "$op" "$base/t.$op" "$files" "$(run_passes "$op")")
+		split="- - -"
+		if [[ " ${PROFILE_RECORD:-aheadfs} " == *" $layer "* ]]; then
+			prep "$base/p.$op" "$op"
+			perf record -q -e cpu-clock -c "$period" -g -o "$work/perf.data" -- \
+				"$work/mops" "$op" "$base/p.$op" "$files" "$(run_passes "$op")" >/dev/null 2>"$work/perf.err" ||
+				{ cat "$work/perf.err" >&2; die "perf record"; }
+			perf script -i "$work/perf.data" -F comm,ip,sym,dso 2>/dev/null \
+				>"$work/script.txt"
+			python3 "$work/split.py" "$work/syms" <"$work/script.txt" >"$work/split.txt"
+			[ -z "${PROFILE_KEEP:-}" ] || cp "$work/script.txt" "$out/meta-profile-$rel-$op-$layer.script"
+			read -r samples ownp lowp <"$work/split.txt"
+			split="$ownp% $lowp% $samples"
+			{ echo "# $op, $layer: aheadfs's own, by innermost aheadfs function > leaf"
+			  tail -n +2 "$work/split.txt"; } >>"$work/detail.txt"
+			rm -rf "$base/p.$op"
+		fi
+		rm -rf "$base/t.$op"
+		printf '%-10s %-8s %9s %7s %7s %7s\n' "$op" "$layer" "${rate[$layer]}" $split | tee -a "$report"
+	done
+	if [ -n "${rate[overlay]:-}" ] && [ -n "${rate[aheadfs]:-}" ] && [ -n "${rate[lower]:-}" ]; then
+		awk -v o="$op" -v l="${rate[lower]}" -v a="${rate[aheadfs]}" -v v="${rate[overlay]}" \
+			'BEGIN { printf "%-10s aheadfs/lower %.3f overlay/lower %.3f aheadfs/overlay %.3f\n", o, a / l, v / l, a / v }' |
+			tee -a "$report"
+	fi
+	unset rate
+done
+tee -a "$report" <"$work/detail.txt"
