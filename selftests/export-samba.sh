@@ -161,7 +161,7 @@ check "the client copied on the server: no READ or WRITE sent, an IOCTL a chunk 
 	"$rd $wr $([ "$io" -ge "$chunks" ] && echo yes || echo "no ($io)")"
 check "Samba read the source through aheadfs's read path: read_bytes, no aheadfs copy" \
 	"$size 0" "$rb $cr"
-check "in large reads: read_reqs at most one a chunk, none smaller than 1 MiB but the last" \
+check "in large reads: at most one aheadfs read (read_reqs) a 1 MiB chunk" \
 	"yes" "$([ "$rr" -ge 1 ] && [ "$rr" -le "$chunks" ] && echo yes || echo "no: $rr reads of $rb bytes")"
 check "copied data is identical, in the lower" 0 "$(cmp "$lower/src" "$mix/t/dst" >/dev/null; echo $?)"
 
