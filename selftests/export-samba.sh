@@ -112,7 +112,7 @@ if out=$("$share" --server samba start "$mnt" "$cli" "$etc" "mix=$mix" "ro=$romn
 else
 	nok "Samba's smbd (chrooted in $sroot) shares an aheadfs mount; the SMB 3.1.1 client mounts it" \
 		"$out
-$(tail -n 30 "$etc"/rw/var/log/samba/* 2>&1; dmesg | tail -n 10)"
+$(tail -n 30 "$etc"/rw/var/log/samba/log.* "$etc"/rw/var/log/samba/smbd.out 2>&1; dmesg | tail -n 10)"
 	bail "no SMB mount"
 fi
 mopts="vers=3.1.1,username=root,password=$AHEADFS_SMB_PASSWORD"
