@@ -295,10 +295,12 @@ static inline struct dentry *aheadfs_lower_dentry(const struct dentry *dentry)
 }
 
 /*
- * The lower dentry of a positive dentry, pinned for one operation.  With our
- * extra reference a concurrent unlink in the lower only unhashes it instead
- * of making it negative under us.  NULL when the lower is already gone:
- * removed behind the mount's back while a cwd or an fd held our dentry.
+ * The lower dentry of a positive dentry, with a reference of the caller's
+ * for one operation that may outlive our dentry's hold (a rename or unlink
+ * passes it down).  Our dentry's own reference already keeps it positive:
+ * d_delete() only unhashes a dentry somebody else holds, so getattr and
+ * open use aheadfs_lower_dentry() under the caller's pin on our dentry.
+ * NULL when the lower is already negative.
  */
 static inline struct dentry *aheadfs_get_lower(const struct dentry *dentry)
 {
