@@ -45,19 +45,7 @@ debs=${AHEADFS_DEB_DIR:-$top/build/deb}
 params=$(sed -nE 's/^#options aheadfs ([a-z_]+)=.*/\1/p' "$top/kmod/aheadfs.modprobe.conf" 2>/dev/null | sort | tr '\n' ' ')
 params=${params% }
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1)) failed=$((failed + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
 # One skipped result: guest-run counts result lines, and takes any status
 # but 0 for a failure.
 skip_all() { echo "ok 1 the Debian packages # SKIP $*"; echo "1..1"; exit 0; }

@@ -18,19 +18,7 @@ set -u
 [ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
 	AHEADFS_ENV_RUNNING=1 exec bash "$(dirname "$0")/aheadfs_env.sh" "$0" "$@"
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
 
 echo "TAP version 13"
 [ "$(id -u)" = 0 ] || bail "needs root"

@@ -20,10 +20,11 @@
 #   EXDEV and Samba falls back to its own pread and pwrite of each chunk:
 #   the story's reader, 1 MiB reads through aheadfs's read path, no aheadfs
 #   copy; both copies identical;
-# - a file changed on the lower is read new over SMB;
-# - byte-range locks: one taken over SMB is an fcntl lock on the lower file
-#   (Samba's "posix locking"), and one held on the lower refuses the
-#   client's;
+# - what export-smb.sh checks with ksmbd, from smb-checks.sh: byte-range
+#   locks from both sides (one taken over SMB is an fcntl lock on the lower
+#   file, Samba's "posix locking", and one held on the lower refuses the
+#   client's), a rename over SMB reaches the lower, a file changed on the
+#   lower is read new over SMB;
 # - a read-only lower (aheadfs over a read-only bind mount, a share of its
 #   own) refuses a write and a create over SMB, and the file stays.
 # A Samba root that is missing is a failure (a bail-out), not a skip:
@@ -35,20 +36,8 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT [DETAIL]
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3${4:+
-$4}"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/smb-checks.sh"
 
 echo "TAP version 13"
 [ "$(id -u)" = 0 ] || bail "needs root"
@@ -84,16 +73,6 @@ cleanup() {
 trap cleanup EXIT
 
 sid= rosid=
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' "/sys/fs/aheadfs/$sid/stats"; }
-stats() { local s o=; for s in "$@"; do o="$o $(stat_of "$s")"; done; echo $o; }
-# smb_sent SHARE CMD: the requests CMD (Reads, Writes, IOCTLs, Locks) the
-# client has sent on its tree connect to //127.0.0.1/SHARE.
-smb_sent() {
-	awk -v t="//127.0.0.1/$1" -v c="$2:" '
-		/^[0-9]+\) / { x = $2; gsub(/\\/, "/", x); on = (x == t) }
-		on && $1 == c { print $2; exit }' /proc/fs/cifs/Stats
-}
-
 mount -t aheadfs "$lower" "$mnt" || bail "mount -t aheadfs $lower $mnt"
 sid=$(stat -c '%Hd:%Ld' "$mnt")
 # The second share: the same aheadfs mount bound beside an ext4 directory
@@ -143,123 +122,28 @@ copy() {
 	[ -z "$out" ] || echo "xfs_io: $out" >&2
 	paste -d' ' <(tr ' ' '\n' <<<"$c1 $s1") <(tr ' ' '\n' <<<"$c0 $s0") | awk '{ printf "%d ", $1 - $2 }'
 }
-read -r rd wr io cr cb cc rr rb wrq <<<"$(copy aheadfs "$cli/src" "$cli/dst" 2>"$work.cperr")"
-echo "# copy_file_range of $size bytes within the share: the client sent $rd READs, $wr WRITEs, $io IOCTLs; aheadfs: $cr copies ($cc chunked) of $cb bytes, $rr reads of $rb bytes, $wrq writes"
-check "copy_file_range over SMB" "" "$(cat "$work.cperr")"
-check "the client copied on the server: no READ or WRITE sent, an IOCTL a chunk at least" "0 0 yes" \
-	"$rd $wr $([ "$io" -ge "$chunks" ] && echo yes || echo "no ($io)")"
+# copied_on_server WHAT SHARE SRC DST: copy over SMB, set the counts below
+# from copy's line and check that the copy ran on the server.
+copied_on_server() {
+	read -r rd wr io cr cb cc rr rb wrq <<<"$(copy "$2" "$3" "$4" 2>"$work.cperr")"
+	echo "# copy_file_range of $size bytes $1: the client sent $rd READs, $wr WRITEs, $io IOCTLs; aheadfs: $cr copies ($cc chunked) of $cb bytes, $rr reads of $rb bytes, $wrq writes"
+	check "copy_file_range over SMB, $1" "" "$(cat "$work.cperr")"
+	check "the client copied on the server: no READ or WRITE sent, an IOCTL a chunk at least" "0 0 yes" \
+		"$rd $wr $([ "$io" -ge "$chunks" ] && echo yes || echo "no ($io)")"
+}
+copied_on_server "within the share" aheadfs "$cli/src" "$cli/dst"
 check "within one aheadfs mount Samba copies each chunk with copy_file_range: copy_reqs, copy_bytes" \
 	"$chunks $size" "$cr $cb"
 check "and reads nothing through aheadfs (read_reqs, write_reqs)" "0 0" "$rr $wrq"
 check "copied data is identical, in the lower" 0 "$(cmp "$lower/src" "$lower/dst" >/dev/null; echo $?)"
 
 # --- server-side copy to another filesystem: Samba's own reads -----------
-read -r rd wr io cr cb cc rr rb wrq <<<"$(copy mix "$mixcli/a/src" "$mixcli/t/dst" 2>"$work.cperr")"
-echo "# copy_file_range of $size bytes from aheadfs to ext4: the client sent $rd READs, $wr WRITEs, $io IOCTLs; aheadfs: $cr copies of $cb bytes, $rr reads of $rb bytes, $wrq writes"
-check "copy_file_range over SMB, from aheadfs to another filesystem" "" "$(cat "$work.cperr")"
-check "the client copied on the server: no READ or WRITE sent, an IOCTL a chunk at least" "0 0 yes" \
-	"$rd $wr $([ "$io" -ge "$chunks" ] && echo yes || echo "no ($io)")"
+copied_on_server "from aheadfs to another filesystem" mix "$mixcli/a/src" "$mixcli/t/dst"
 check "Samba read the source through aheadfs's read path: read_bytes, no aheadfs copy" \
 	"$size 0" "$rb $cr"
 check "in large reads: at most one aheadfs read (read_reqs) a 1 MiB chunk" \
 	"yes" "$([ "$rr" -ge 1 ] && [ "$rr" -le "$chunks" ] && echo yes || echo "no: $rr reads of $rb bytes")"
 check "copied data is identical, in the lower" 0 "$(cmp "$lower/src" "$mix/t/dst" >/dev/null; echo $?)"
-
-# --- a file changed on the lower -----------------------------------------
-head -c $((4 << 20)) /dev/zero | tr '\0' 'A' >"$cli/stale"
-a=$(tr -d 'A' <"$cli/stale" | wc -c; head -c 4 "$cli/stale")
-head -c $((4 << 20)) /dev/zero | tr '\0' 'B' | dd of="$lower/stale" conv=notrunc status=none
-b=$(tr -d 'B' <"$cli/stale" | wc -c; head -c 4 "$cli/stale")
-check "a file changed on the lower is read new over SMB" "0
-AAAA 0
-BBBB" "$a $b"
-exec 6<"$cli/stale"
-head -c 4 <&6 >/dev/null
-printf CCCC | dd of="$lower/stale" conv=notrunc status=none
-check "a file changed on the lower is read new over SMB through a descriptor held open" CCCC \
-	"$(python3 -c 'import os; print(os.pread(6, 4, 0).decode())' 2>&1)"
-exec 6<&-
-
-# --- locks ---------------------------------------------------------------
-printf '%4096s' x >"$lower/lockf"
-getlk() {	# getlk FILE: the type of the lock F_GETLK finds on bytes 0-99
-	python3 - "$1" <<'PY'
-import fcntl, os, struct, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fl = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 100, 0)
-t = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, fl))[0]
-print({fcntl.F_WRLCK: "write", fcntl.F_RDLCK: "read", fcntl.F_UNLCK: "none"}[t])
-PY
-}
-# holder FILE STATE: a process that takes an fcntl write lock on bytes
-# 0-99 of FILE, writes "locked" (or the error) to STATE and holds the lock
-# until its stdin (fd 5 here) closes.
-holder() {
-	exec 5> >(exec python3 -c '
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 100, 0)
-except OSError as e:
-    open(sys.argv[2], "w").write("refused %s\n" % os.strerror(e.errno))
-    sys.exit(0)
-open(sys.argv[2], "w").write("locked\n")
-sys.stdin.read()
-fcntl.lockf(fd, fcntl.LOCK_UN, 100, 0)
-os.close(fd)
-open(sys.argv[2], "a").write("unlocked\n")
-' "$1" "$2" 2>"$2.err")
-}
-# state FILE: its first line once there (bounded wait).
-state() {
-	local i
-	for i in $(seq 300); do
-		[ -s "$1" ] && { head -n 1 "$1"; return; }
-		[ -s "$1.err" ] && { cat "$1.err"; return; }
-		sleep 0.1
-	done
-	echo "nothing after 30 s"
-}
-# tryl FILE: take and drop an fcntl write lock on bytes 0-99, not waiting.
-tryl() {
-	python3 -c '
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 100, 0)
-    print("locked")
-except OSError as e:
-    print("refused")' "$1" 2>&1
-}
-holder "$cli/lockf" "$work.lock1"
-got=$(state "$work.lock1")
-if [ "$got" = locked ]; then
-	ok "the client takes a byte-range lock over SMB"
-	check "the lock taken over SMB is an fcntl lock on the lower file (F_GETLK there)" write "$(getlk "$lower/lockf" 2>&1)"
-	check "a process on the lower cannot take it" refused "$(tryl "$lower/lockf")"
-	exec 5>&-
-	for i in $(seq 300); do
-		grep -q unlocked "$work.lock1" && [ "$(getlk "$lower/lockf" 2>&1)" = none ] && break
-		sleep 0.1
-	done
-	check "the client's unlock over SMB leaves the lower file unlocked" none "$(getlk "$lower/lockf" 2>&1)"
-else
-	exec 5>&-
-	nok "the client takes a byte-range lock over SMB" "$got"
-fi
-holder "$lower/lockf" "$work.lock2"
-got=$(state "$work.lock2")
-if [ "$got" = locked ]; then
-	l0=$(smb_sent aheadfs Locks)
-	check "a lock held on the lower refuses the client's over SMB" refused "$(tryl "$cli/lockf")" \
-		"LOCK requests sent: $(($(smb_sent aheadfs Locks) - l0))"
-	exec 5>&-
-	for i in $(seq 300); do grep -q unlocked "$work.lock2" && break; sleep 0.1; done
-	check "released on the lower, the client takes it over SMB" locked "$(tryl "$cli/lockf")"
-else
-	exec 5>&-
-	nok "a process takes a lock on the lower" "$got"
-fi
 
 # --- a read-only lower ---------------------------------------------------
 check "a file of the read-only lower is read over SMB" unchanged "$(cat "$rocli/f" 2>&1)"
@@ -279,12 +163,8 @@ check "a read-only lower refuses a create over SMB" refused \
 check "the read-only lower's file is unchanged, and nothing was created" "unchanged absent" \
 	"$(cat "$rolow/f") $([ -e "$rolow/new" ] && echo present || echo absent)"
 
-# --- rename --------------------------------------------------------------
-echo renamed >"$cli/old"
-o0=$(stat_of op_rename)
-mv "$cli/old" "$cli/new"
-check "a rename over SMB reaches the lower (through aheadfs's rename)" "renamed absent 1" \
-	"$(cat "$lower/new" 2>&1) $([ -e "$lower/old" ] && echo present || echo absent) $(($(stat_of op_rename) - o0))"
+# --- locks, rename, a file changed on the lower (smb-checks.sh) ----------
+smb_check_all
 
 for m in "$mixcli" "$rocli"; do umount "$m" || nok "the SMB client unmounts $m" "$(grep " $m " /proc/mounts)"; done
 started=

@@ -6,9 +6,11 @@
 # client's copy_file_range is a server-side copy (FSCTL_SRV_COPYCHUNK_WRITE)
 # that lands as aheadfs copy_file_range calls, one per chunk, counted by
 # the mount's stats and its aheadfs_copy tracepoint, with no read or write
-# through aheadfs; the data is identical; a byte-range lock and a rename
-# taken over SMB reach the lower; a file changed on the lower is read new
-# over SMB.  KTAP on stdout.
+# through aheadfs; the data is identical; and, from smb-checks.sh (the
+# checks export-samba.sh makes with Samba too), a byte-range lock taken
+# over SMB is on the lower and one held on the lower refuses the client's,
+# a rename over SMB reaches the lower, a file changed on the lower is read
+# new over SMB.  KTAP on stdout.
 #
 #   AHEADFS_SCRATCH=<empty dir on ext4> AHEADFS_FSTYPE=ext4 selftests/export-smb.sh
 #
@@ -27,19 +29,8 @@ set -u
 [ -n "${AHEADFS_SCRATCH:-}${AHEADFS_ENV_RUNNING:-}" ] || [ ! -r "$(dirname "$0")/aheadfs_env.sh" ] ||
 	AHEADFS_ENV_RUNNING=1 exec bash "$(dirname "$0")/aheadfs_env.sh" "$0" "$@"
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
+. "$(dirname "$0")/smb-checks.sh"
 
 echo "TAP version 13"
 [ "$(id -u)" = 0 ] || bail "needs root"
@@ -70,12 +61,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The server's stat counter NAME of the aheadfs mount at $mnt.
 sid=
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' "/sys/fs/aheadfs/$sid/stats"; }
-# stats NAME...: their values, one line.
-stats() { local s o=; for s in "$@"; do o="$o $(stat_of "$s")"; done; echo $o; }
-
 mount -t aheadfs "$lower" "$mnt" || bail "mount -t aheadfs $lower $mnt"
 sid=$(stat -c '%Hd:%Ld' "$mnt")
 
@@ -198,78 +184,8 @@ fi
 check "copied data is identical, over SMB" 0 "$(cmp "$cli/src" "$cli/dst" >/dev/null; echo $?)"
 check "copied data is identical, in the lower" 0 "$(cmp "$lower/src" "$lower/dst" >/dev/null; echo $?)"
 
-# --- locks ---------------------------------------------------------------
-# A byte-range lock taken over SMB is ksmbd's lock on the aheadfs file, and
-# so on the lower file: a local process finds it there (F_GETLK) and
-# cannot take it; once the client unlocks, it can.  The client holds it
-# until it reads a line on its stdin (bounded wait for its "locked").
-printf '%4096s' x >"$lower/lockf"
-getlk() {	# getlk FILE: the type of the lock F_GETLK finds on bytes 0-99
-	python3 - "$1" <<'PY'
-import fcntl, os, struct, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fl = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 100, 0)
-t = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, fl))[0]
-print({fcntl.F_WRLCK: "write", fcntl.F_RDLCK: "read", fcntl.F_UNLCK: "none"}[t])
-PY
-}
-exec 5> >(exec python3 -c '
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 100, 0)
-with open(sys.argv[2], "w") as f:
-    f.write("locked\n")
-sys.stdin.read()
-fcntl.lockf(fd, fcntl.LOCK_UN, 100, 0)
-os.close(fd)
-with open(sys.argv[2], "a") as f:
-    f.write("unlocked\n")
-' "$cli/lockf" "$work.lock" 2>"$work.lockerr")
-got=
-for i in $(seq 300); do
-	got=$(cat "$work.lock" 2>/dev/null)
-	[ -n "$got" ] && break
-	[ -s "$work.lockerr" ] && break
-	sleep 0.1
-done
-if [ "$got" = locked ]; then
-	ok "the client takes a byte-range lock over SMB"
-	check "the lock taken over SMB is on the lower file (F_GETLK there)" write "$(getlk "$lower/lockf" 2>&1)"
-	check "and on the aheadfs file (F_GETLK there)" write "$(getlk "$mnt/lockf" 2>&1)"
-	exec 5>&-
-	for i in $(seq 300); do
-		grep -q unlocked "$work.lock" && [ "$(getlk "$lower/lockf" 2>&1)" = none ] && break
-		sleep 0.1
-	done
-	check "the client's unlock over SMB leaves the lower file unlocked" "none" "$(getlk "$lower/lockf" 2>&1)"
-else
-	exec 5>&-
-	nok "the client takes a byte-range lock over SMB" "$(cat "$work.lockerr")"
-fi
-
-# --- rename --------------------------------------------------------------
-echo renamed >"$cli/old"
-o0=$(stat_of op_rename)
-mv "$cli/old" "$cli/new"
-check "a rename over SMB reaches the lower (through aheadfs's rename)" "renamed absent 1" \
-	"$(cat "$lower/new" 2>&1) $([ -e "$lower/old" ] && echo present || echo absent) $(($(stat_of op_rename) - o0))"
-
-# --- a file changed on the lower -----------------------------------------
-head -c $((4 << 20)) /dev/zero | tr '\0' 'A' >"$cli/stale"
-a=$(tr -d 'A' <"$cli/stale" | wc -c; head -c 4 "$cli/stale")
-# Rewritten in place on the lower, behind ksmbd and the client.
-head -c $((4 << 20)) /dev/zero | tr '\0' 'B' | dd of="$lower/stale" conv=notrunc status=none
-b=$(tr -d 'B' <"$cli/stale" | wc -c; head -c 4 "$cli/stale")
-check "a file changed on the lower is read new over SMB" "0
-AAAA 0
-BBBB" "$a $b"
-# And one the client holds open across the change.
-exec 6<"$cli/stale"
-head -c 4 <&6 >/dev/null
-printf CCCC | dd of="$lower/stale" conv=notrunc status=none
-check "a file changed on the lower is read new over SMB through a descriptor held open" CCCC \
-	"$(python3 -c 'import os; print(os.pread(6, 4, 0).decode())' 2>&1)"
-exec 6<&-
+# --- locks, rename, a file changed on the lower (smb-checks.sh) ----------
+smb_check_all
 
 umount "$cli" || nok "the SMB client unmounts" "$(grep " $cli " /proc/mounts)"
 echo "1..$n"

@@ -41,19 +41,7 @@ coll=filesystems/aheadfs
 tests=${AHEADFS_KSFT_TESTS:-errors params.sh}
 fstype=${AHEADFS_FSTYPE:-ext4}
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
 
 echo "TAP version 13"
 [ "$(id -u)" = 0 ] || bail "needs root"
@@ -104,10 +92,10 @@ fi
 # 2. What the kernel's make install puts there.
 miss=
 for f in run_kselftest.sh kselftest/runner.sh kselftest/prefix.pl kselftest-list.txt \
-	"$coll/settings" "$coll/config" "$coll/aheadfs_env.sh"; do
+	"$coll/settings" "$coll/config" "$coll/aheadfs_env.sh" "$coll/ktap.sh"; do
 	[ -s "$dest/$f" ] || miss="$miss $f"
 done
-check "the tree has the runner, the list, settings, config and aheadfs_env.sh" "" "$miss"
+check "the tree has the runner, the list, settings, config, aheadfs_env.sh and ktap.sh" "" "$miss"
 check "settings sets a timeout" "1" "$(grep -c '^timeout=[0-9]\+$' "$dest/$coll/settings")"
 # A kernel with its checkers on is that much slower (guest-run's
 # AHEADFS_TIMEOUT_SCALE): the runner's bound too, as an admin would edit

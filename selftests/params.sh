@@ -31,19 +31,7 @@ params="prefetch txn_kb window_kb attr_timeout_ms entry_timeout_ms negative_time
 # The numeric ones.
 nums=${params#prefetch }
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1)) failed=$((failed + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-	return 0
-}
-check() { # check NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2
-got:  $3"; fi
-}
-bail() { echo "Bail out! $*"; echo "1..$((n + 1))"; exit 1; }
+. "$(dirname "$0")/ktap.sh"
 
 echo "TAP version 13"
 [ "$(id -u)" = 0 ] || bail "needs root"
