@@ -100,7 +100,9 @@ static struct aheadfs_pf_state *pf_get(struct file *file, bool nowait)
 
 	if (pf)
 		return pf;
-	pf = kzalloc(sizeof(*pf), nowait ? GFP_NOWAIT : GFP_KERNEL);
+	/* Charged to the reader's memory cgroup, as the open file is. */
+	pf = kzalloc(sizeof(*pf), nowait ? GFP_NOWAIT | __GFP_ACCOUNT :
+					  GFP_KERNEL_ACCOUNT);
 	if (!pf)
 		return NULL;
 	spin_lock_init(&pf->lock);

@@ -673,8 +673,11 @@ static int __init aheadfs_init(void)
 						 aheadfs_inode_init_once);
 	if (!aheadfs_inode_cachep)
 		return -ENOMEM;
-	/* One per open file: an open's only allocation of our own. */
-	aheadfs_file_cachep = KMEM_CACHE(aheadfs_file_info, 0);
+	/*
+	 * One per open file: an open's only allocation of our own, charged
+	 * to the opener's memory cgroup as its struct file is.
+	 */
+	aheadfs_file_cachep = KMEM_CACHE(aheadfs_file_info, SLAB_ACCOUNT);
 	if (!aheadfs_file_cachep) {
 		err = -ENOMEM;
 		goto out_inode_cache;

@@ -13,8 +13,10 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 
 FIXTURE(data) {
@@ -585,6 +587,127 @@ TEST_F(data, read_write_stats)
 	EXPECT_EQ(wb + 5096, ahfs_stat(&self->fs, "write_bytes"));
 	EXPECT_EQ(rb + 4096, ahfs_stat(&self->fs, "read_bytes"));
 	EXPECT_EQ(rr + 1, ahfs_stat(&self->fs, "read_reqs"));
+}
+
+#define CHARGE_OPENS	2000
+
+/* "slab N" of memory cgroup @cg's memory.stat (bytes), or -1. */
+static long long memcg_slab(const char *cg)
+{
+	char path[PATH_MAX], buf[16384], *p;
+
+	if (ahfs_read_file(ahfs_fmt(path, sizeof(path), "%s/memory.stat", cg),
+			   buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "\nslab ");
+	return p ? atoll(p + 6) : -1;
+}
+
+/*
+ * What one object of slab cache @name costs the memory cgroup it is
+ * charged to: its size in the slab and the cgroup pointer kept beside it.
+ */
+static long long slab_charge(const char *name)
+{
+	char path[PATH_MAX], buf[64];
+
+	if (ahfs_read_file(ahfs_fmt(path, sizeof(path),
+				    "/sys/kernel/slab/%s/slab_size", name),
+			   buf, sizeof(buf)) <= 0)
+		return -1;
+	return atoll(buf) + sizeof(void *);
+}
+
+/*
+ * How much slab memory cgroup @cg was charged while a child in it opened
+ * @path CHARGE_OPENS times (and kept the files open): the child joins,
+ * the parent reads the cgroup's slab, the child opens, the parent reads it
+ * again; pipes order the steps.  -1 if a step failed.
+ */
+static long long charged_for_opens(const char *cg, const char *path)
+{
+	int go[2], done[2], status, i;
+	long long before, after;
+	char c = 0, procs[PATH_MAX];
+	pid_t pid;
+
+	if (pipe(go) || pipe(done))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct rlimit rl = { CHARGE_OPENS + 64, CHARGE_OPENS + 64 };
+		char me[32];
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (setrlimit(RLIMIT_NOFILE, &rl) ||
+		    ahfs_write_file(ahfs_fmt(procs, sizeof(procs),
+					     "%s/cgroup.procs", cg), me))
+			_exit(2);
+		/* Joined: the fd table is grown before the parent's count. */
+		if (dup2(0, CHARGE_OPENS + 32) < 0)
+			_exit(3);
+		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(4);
+		for (i = 0; i < CHARGE_OPENS; i++)
+			if (open(path, O_RDONLY) < 0)
+				_exit(5);
+		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(6);
+		_exit(0);
+	}
+	before = after = -1;
+	if (read(done[0], &c, 1) == 1) {
+		before = memcg_slab(cg);
+		if (write(go[1], &c, 1) == 1 && read(done[0], &c, 1) == 1)
+			after = memcg_slab(cg);
+		if (write(go[1], &c, 1) != 1)
+			after = -1;
+	}
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) || before < 0 || after < 0)
+		return -1;
+	return after - before;
+}
+
+/*
+ * An open file through aheadfs is charged to its opener's memory cgroup,
+ * as the kernel's own struct file is: opening a file through aheadfs
+ * costs the cgroup our struct file, the lower's, and aheadfs's file
+ * information (the aheadfs_file_info slab), each file held open; the same
+ * opens on the lower directly cost it one struct file each.
+ */
+TEST_F_TIMEOUT(data, open_files_charged_to_memcg, 120)
+{
+	char cgroot[PATH_MAX], cg[PATH_MAX];
+	long long filp, info, direct, through;
+
+	filp = slab_charge("filp");
+	info = slab_charge("aheadfs_file_info");
+	ASSERT_LT(0, filp);
+	ASSERT_LT(0, info);
+	ASSERT_EQ(0, ahfs_make_file(self->m, 4096));
+	ahfs_fmt(cgroot, sizeof(cgroot), "%s/cgroup", self->fs.base);
+	ahfs_fmt(cg, sizeof(cg), "%s/opener", cgroot);
+	ASSERT_EQ(0, mkdir(cgroot, 0755));
+	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s'",
+			      cgroot, cgroot, cg));
+	direct = charged_for_opens(cg, self->l);
+	through = charged_for_opens(cg, self->m);
+	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
+	TH_LOG("slab charged per open: %lld bytes on the lower, %lld through aheadfs (struct file %lld, aheadfs_file_info %lld)",
+	       direct / CHARGE_OPENS, through / CHARGE_OPENS, filp, info);
+	ASSERT_LE(0, direct);
+	ASSERT_LE(0, through);
+	/* Within what a CPU's stock of charged bytes can hold back. */
+	EXPECT_LE(CHARGE_OPENS * filp * 9 / 10, direct);
+	EXPECT_LE(CHARGE_OPENS * (filp + info) * 9 / 10, through - direct);
 }
 
 TEST_HARNESS_MAIN
