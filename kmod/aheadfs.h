@@ -205,6 +205,8 @@ struct aheadfs_inode_info {
 	kernel_cap_t perm_caps;
 	unsigned long perm_time;
 	int perm_mask;
+	/* Bumped by each forget: a grant asked for before it is not kept. */
+	unsigned long perm_gen;
 	/* A directory's readdir cache (cache.c), under dir_lock. */
 	spinlock_t dir_lock;
 	struct aheadfs_dir_cache *dir_cache;
@@ -235,6 +237,7 @@ struct aheadfs_file_info {
 	struct file *lower;
 	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
 	bool set_random;		/* we set FMODE_RANDOM on the lower */
+	bool denied_write;		/* an exec's: writes to the lower denied */
 	/* A directory's readdir cache being filled, or being read (cache.c). */
 	struct aheadfs_dir_cache *dir_fill;
 	loff_t dir_next;		/* where dir_fill's next call must start */
@@ -392,6 +395,16 @@ static inline bool aheadfs_lower_nodev(struct super_block *sb)
 	       (mnt->mnt_sb->s_iflags & SB_I_NODEV);
 }
 
+/*
+ * The lower's nosuid: set-id bits (hidden from our inode's mode, see
+ * aheadfs_copy_attr_at()) and file capabilities (hidden from exec, see
+ * aheadfs_xattr_get()) take no effect through aheadfs.
+ */
+static inline bool aheadfs_lower_nosuid(struct super_block *sb)
+{
+	return READ_ONCE(AHEADFS_SB(sb)->lower.mnt->mnt_flags) & MNT_NOSUID;
+}
+
 static inline int aheadfs_want_write(struct super_block *sb)
 {
 	return mnt_want_write(AHEADFS_SB(sb)->lower.mnt);
@@ -444,7 +457,9 @@ int aheadfs_tmpfile(aheadfs_idmap_t *idmap, struct inode *dir,
 /* cache.c */
 bool aheadfs_attr_fresh(struct inode *inode);
 bool aheadfs_perm_cached(struct inode *inode, int mask);
-void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when);
+unsigned long aheadfs_perm_gen(struct inode *inode);
+void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when,
+			  unsigned long gen);
 void aheadfs_perm_forget(struct inode *inode);
 bool aheadfs_attr_stat_cached(struct inode *inode);
 void aheadfs_blocks_stamp(struct inode *inode, u64 blocks, unsigned long when);

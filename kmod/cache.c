@@ -100,10 +100,24 @@ bool aheadfs_perm_cached(struct inode *inode, int mask)
 }
 
 /*
- * The lower granted @mask to the caller at @when.  A grant to the same
- * caller within the timeout adds to it, dated by the oldest.
+ * Sampled before the lower is asked: a forget after it (a chmod through the
+ * mount while the lower was deciding on the old mode) moves it on, and the
+ * grant is then not kept.  Forgets happen after the lower's change, so a
+ * caller that sampled the new value asks the changed lower.
  */
-void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when)
+unsigned long aheadfs_perm_gen(struct inode *inode)
+{
+	/* Pairs with the release in aheadfs_perm_forget(). */
+	return smp_load_acquire(&AHEADFS_I(inode)->perm_gen);
+}
+
+/*
+ * The lower granted @mask to the caller at @when, asked with the forget
+ * generation @gen (aheadfs_perm_gen()).  A grant to the same caller within
+ * the timeout adds to it, dated by the oldest.
+ */
+void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when,
+			  unsigned long gen)
 {
 	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
 	unsigned int timeout = READ_ONCE(AHEADFS_SB(inode->i_sb)->attr_timeout_ms);
@@ -111,6 +125,9 @@ void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when)
 
 	mask &= ~MAY_NOT_BLOCK;
 	write_seqlock(&ai->perm_lock);
+	/* Forgotten while the lower decided: its answer may be stale. */
+	if (ai->perm_gen != gen)
+		goto unlock;
 	if (ai->perm_cred && within(ai->perm_time, timeout) &&
 	    perm_same_caller(ai, cred)) {
 		ai->perm_mask |= mask;
@@ -125,6 +142,7 @@ void aheadfs_perm_granted(struct inode *inode, int mask, unsigned long when)
 		ai->perm_mask = mask;
 		ai->perm_time = when;
 	}
+unlock:
 	write_sequnlock(&ai->perm_lock);
 	if (old)
 		put_cred(old);
@@ -135,9 +153,10 @@ void aheadfs_perm_forget(struct inode *inode)
 	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
 	const struct cred *old;
 
-	if (!READ_ONCE(ai->perm_cred))
-		return;
+	/* Also with nothing kept: a grant being asked for may follow. */
 	write_seqlock(&ai->perm_lock);
+	/* After the lower's change: who sees it asks the changed lower. */
+	smp_store_release(&ai->perm_gen, ai->perm_gen + 1);
 	old = ai->perm_cred;
 	ai->perm_cred = NULL;
 	ai->perm_groups = NULL;

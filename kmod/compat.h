@@ -152,4 +152,11 @@ static inline bool aheadfs_lower_write_start(struct file *lower, bool nowait)
 #define IOCB_DIO_CALLER_COMP	0
 #endif
 
+/* A flag taken from a mapping being set up, in ->mmap. */
+#ifdef AHEADFS_HAVE_VM_FLAGS_CLEAR
+#define aheadfs_vm_flags_clear(vma, flags)	vm_flags_clear(vma, flags)
+#else
+#define aheadfs_vm_flags_clear(vma, flags)	((vma)->vm_flags &= ~(flags))
+#endif
+
 #endif /* _AHEADFS_COMPAT_H */

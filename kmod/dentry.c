@@ -15,7 +15,8 @@ int aheadfs_new_dentry_info(struct dentry *dentry)
 {
 	struct aheadfs_dentry_info *di;
 
-	di = kzalloc(sizeof(*di), GFP_KERNEL);
+	/* Charged to the caller's memory cgroup, as the dentry is. */
+	di = kzalloc(sizeof(*di), GFP_KERNEL_ACCOUNT);
 	if (!di)
 		return -ENOMEM;
 	dentry->d_fsdata = di;
@@ -71,12 +72,11 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 {
 	struct inode *inode = rcu ? d_inode_rcu(dentry) : d_inode(dentry);
 	struct inode *lower_inode = rcu ? d_inode_rcu(lower) : d_inode(lower);
-	struct dentry *parent = rcu ? READ_ONCE(dentry->d_parent) :
-				       dentry->d_parent;
-	struct aheadfs_dentry_info *pdi = READ_ONCE(parent->d_fsdata);
+	struct aheadfs_dentry_info *pdi;
+	bool same_parent;
 	int same_name;
 
-	if (d_unhashed(lower) || !pdi)
+	if (d_unhashed(lower))
 		return 0;
 	if (inode) {
 		if (!lower_inode || AHEADFS_I(inode)->lower != lower_inode)
@@ -84,7 +84,17 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 	} else if (lower_inode) {
 		return 0;
 	}
-	if (READ_ONCE(lower->d_parent) != pdi->lower.dentry)
+	/*
+	 * Our parent is not pinned by the caller's reference to us: a rename
+	 * may move us and the old parent be freed.  Dentries and their
+	 * information are freed after a grace period, so read both under
+	 * RCU, in ref-walk too.
+	 */
+	rcu_read_lock();
+	pdi = READ_ONCE(READ_ONCE(dentry->d_parent)->d_fsdata);
+	same_parent = pdi && READ_ONCE(lower->d_parent) == pdi->lower.dentry;
+	rcu_read_unlock();
+	if (!same_parent)
 		return 0;
 
 	if (rcu)
@@ -110,9 +120,27 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 
 	if (!di)
 		return rcu ? -ECHILD : 0;
-	lower = di->lower.dentry;
 	if (IS_ROOT(dentry))
 		return 1;
+	/*
+	 * A create through the mount may replace the lower dentry ours pins
+	 * (instantiate() in namei.c) and drop the old one meanwhile: in
+	 * ref-walk, which may sleep in the lower's d_revalidate, hold a
+	 * reference of our own, taken under RCU from a dentry not yet dead:
+	 * a dead one was replaced first, so the next read finds the new one.
+	 */
+	rcu_read_lock();
+	for (;;) {
+		lower = READ_ONCE(di->lower.dentry);
+		if (rcu || lockref_get_not_dead(&lower->d_lockref))
+			break;
+		/* Ours holds a reference: dead only once replaced. */
+		if (lower == READ_ONCE(di->lower.dentry)) {
+			rcu_read_unlock();
+			return 0;
+		}
+	}
+	rcu_read_unlock();
 
 	if (!rcu)
 		t0 = aheadfs_op_begin();
@@ -154,9 +182,11 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 out:
 	if (ret == 0)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_revalidate_fail);
-	if (!rcu)
+	if (!rcu) {
 		aheadfs_op_end(sb, AHEADFS_OP_revalidate, d_inode(dentry),
 			       dentry, t0, ret);
+		dput(lower);
+	}
 	return ret;
 }
 

@@ -119,6 +119,19 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 		err = PTR_ERR(lower);
 		goto out_free;
 	}
+	/*
+	 * exec denies writes to our inode; the lower's must be denied too,
+	 * or the program could be rewritten under it from the lower (or
+	 * another mount), and one the lower has open for write must not run.
+	 */
+	if ((file->f_flags & __FMODE_EXEC) && S_ISREG(inode->i_mode)) {
+		err = deny_write_access(lower);
+		if (err) {
+			fput(lower);
+			goto out_free;
+		}
+		fi->denied_write = true;
+	}
 	fi->lower = lower;
 	file->private_data = fi;
 	file->f_mode |= lower->f_mode & (FMODE_CAN_ODIRECT | FMODE_NOWAIT);
@@ -153,6 +166,8 @@ static int aheadfs_release(struct inode *inode, struct file *file)
 	if (S_ISREG(inode->i_mode))
 		aheadfs_prefetch_release(file);
 	aheadfs_dir_release(fi);
+	if (fi->denied_write)
+		allow_write_access(fi->lower);
 	fput(fi->lower);
 	kmem_cache_free(aheadfs_file_cachep, fi);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode,
@@ -361,11 +376,21 @@ static int aheadfs_mmap(struct file *file, struct vm_area_struct *vma)
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	/* As do_mmap() refuses it on a noexec mount: the lower's, now. */
-	if ((vma->vm_flags & VM_EXEC) && aheadfs_lower_noexec(inode->i_sb))
-		err = -EPERM;
-	else
-		err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
+	/*
+	 * As do_mmap() treats a mapping of a file on a noexec mount, for the
+	 * lower's noexec, as it is now: PROT_EXEC is refused, and the mapping
+	 * may not be made executable later either (mprotect(2) looks only at
+	 * VM_MAYEXEC, which do_mmap() set from our mount's flags).
+	 */
+	if (aheadfs_lower_noexec(inode->i_sb)) {
+		if (vma->vm_flags & VM_EXEC) {
+			err = -EPERM;
+			goto out;
+		}
+		aheadfs_vm_flags_clear(vma, VM_MAYEXEC);
+	}
+	err = aheadfs_backing_mmap(file, aheadfs_lower_file(file), vma);
+out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_mmap, inode,
 		       file->f_path.dentry, t0, err);
 	return err;

@@ -74,12 +74,11 @@ void aheadfs_set_nlink(struct inode *inode, unsigned int nlink)
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 {
 	struct inode *lower = aheadfs_lower_inode(inode);
-	struct vfsmount *mnt = AHEADFS_SB(inode->i_sb)->lower.mnt;
 	umode_t mode = READ_ONCE(lower->i_mode);
 	unsigned int nlink;
 
 	WRITE_ONCE(AHEADFS_I(inode)->lower_mode, mode);
-	if (S_ISREG(mode) && (READ_ONCE(mnt->mnt_flags) & MNT_NOSUID))
+	if (S_ISREG(mode) && aheadfs_lower_nosuid(inode->i_sb))
 		mode &= ~(S_ISUID | S_ISGID);
 	if (inode->i_mode != mode || !uid_eq(inode->i_uid, lower->i_uid) ||
 	    !gid_eq(inode->i_gid, lower->i_gid))
@@ -212,7 +211,7 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
 	u64 t0 = aheadfs_op_begin();
-	unsigned long asked;
+	unsigned long asked, gen;
 	int err;
 
 	/* RCU walk can meet an inode whose eviction has dropped its lower. */
@@ -237,10 +236,11 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 		goto out;
 	}
 	asked = jiffies;
+	gen = aheadfs_perm_gen(inode);
 	err = inode_permission(aheadfs_sb_idmap(inode->i_sb), lower, mask);
 	if (!err && !(mask & MAY_NOT_BLOCK) && lower->i_op->permission &&
 	    READ_ONCE(sbi->attr_timeout_ms))
-		aheadfs_perm_granted(inode, mask, asked);
+		aheadfs_perm_granted(inode, mask, asked, gen);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode,
 		       NULL, t0, err);
@@ -349,11 +349,24 @@ static int aheadfs_setattr(aheadfs_idmap_t *idmap, struct dentry *dentry,
 	if (lower_ia.ia_valid & (ATTR_KILL_SUID | ATTR_KILL_SGID))
 		lower_ia.ia_valid &= ~ATTR_MODE;
 
+	/*
+	 * A size change takes write access to the lower inode, as
+	 * do_truncate() takes it to ours: a program running from the lower
+	 * file (directly or through another mount) refuses it, ETXTBSY.
+	 */
+	if (ia->ia_valid & ATTR_SIZE) {
+		err = get_write_access(lower_inode);
+		if (err)
+			goto out_drop;
+	}
 	inode_lock(lower_inode);
 	err = notify_change(aheadfs_sb_idmap(dentry->d_sb), lower, &lower_ia, NULL);
 	inode_unlock(lower_inode);
+	if (ia->ia_valid & ATTR_SIZE)
+		put_write_access(lower_inode);
 	if (ia->ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID))
 		aheadfs_perm_forget(inode);
+out_drop:
 	aheadfs_drop_write(dentry->d_sb);
 	dput(lower);
 	/* A new size frees or maps blocks: the next stat asks the lower. */
@@ -592,15 +605,33 @@ static int aheadfs_xattr_get(const struct xattr_handler *handler,
 			     struct dentry *dentry, struct inode *inode,
 			     const char *name, void *buffer, size_t size)
 {
-	struct dentry *lower = aheadfs_get_lower(dentry);
+	struct dentry *lower;
 	u64 t0 = aheadfs_op_begin();
-	ssize_t ret = -ENOENT;
+	ssize_t ret = -ENODATA;
 
+	/*
+	 * exec reads a file's capabilities here, having checked nosuid on
+	 * our mount only: on a nosuid lower they take no effect, as there.
+	 * getxattr(2) still shows them, as stat shows a set-id bit.
+	 */
+	if (current->in_execve && !strcmp(name, XATTR_NAME_CAPS) &&
+	    aheadfs_lower_nosuid(inode->i_sb))
+		goto out;
+	/*
+	 * An LSM reads its label when d_obtain_alias() makes a disconnected
+	 * alias (export.c's anon_alias()), before the alias has its lower
+	 * path: nothing to read from yet.
+	 */
+	if (!READ_ONCE(dentry->d_fsdata))
+		goto out;
+	ret = -ENOENT;
+	lower = aheadfs_get_lower(dentry);
 	if (lower) {
 		ret = vfs_getxattr(aheadfs_sb_idmap(inode->i_sb), lower, name,
 				   buffer, size);
 		dput(lower);
 	}
+out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_getxattr, inode,
 		       dentry, t0, ret);
 	return ret;

@@ -82,9 +82,37 @@ out:
 }
 
 /*
+ * With the lower parent locked: whether @lower still is what @dentry stands
+ * for, hashed under @lower_parent with @dentry's name and holding the inode
+ * @dentry's inode wraps, or none when @dentry is negative.  The VFS looked
+ * @dentry up and revalidated it before it locked our parent, and the lower
+ * directory can change in between (directly, or through another mount of
+ * it): a create there instantiates the very negative dentry ours pins, a
+ * rename there moves or renames the one ours pins.  Acting on it anyway
+ * would replace a file that RENAME_NOREPLACE or O_EXCL said was absent, or
+ * remove a name other than the caller's.  The parent's lock keeps the
+ * name, the parent and the inode stable while the change is made.
+ */
+static bool lower_matches(struct dentry *dentry, struct dentry *lower,
+			  struct dentry *lower_parent)
+{
+	struct inode *inode = d_inode(dentry);
+
+	if (lower->d_parent != lower_parent || d_unhashed(lower))
+		return false;
+	if (inode ? d_inode(lower) != AHEADFS_I(inode)->lower :
+		    d_really_is_positive(lower))
+		return false;
+	return lower->d_name.len == dentry->d_name.len &&
+	       !memcmp(lower->d_name.name, dentry->d_name.name,
+		       dentry->d_name.len);
+}
+
+/*
  * Lock the lower parent for a namespace change and check that the lower
- * dentry still stands under it.  -ESTALE makes the VFS retry the walk with
- * LOOKUP_REVAL, which revalidates against the changed lower.
+ * dentry still stands for ours under it (lower_matches()).  -ESTALE makes
+ * the VFS retry the walk with LOOKUP_REVAL, which revalidates against the
+ * changed lower.
  */
 static struct dentry *lock_lower_parent(struct dentry *dentry)
 {
@@ -95,7 +123,7 @@ static struct dentry *lock_lower_parent(struct dentry *dentry)
 	if (!lower_parent)
 		return ERR_PTR(-ENOENT);
 	inode_lock_nested(d_inode(lower_parent), I_MUTEX_PARENT);
-	if (lower->d_parent != lower_parent || d_unhashed(lower)) {
+	if (!lower_matches(dentry, lower, lower_parent)) {
 		inode_unlock(d_inode(lower_parent));
 		dput(lower_parent);
 		return ERR_PTR(-ESTALE);
@@ -131,8 +159,9 @@ static int instantiate(struct dentry *dentry, struct dentry *lower_parent)
 			dput(fresh);
 			return -ENOENT;
 		}
-		dput(di->lower.dentry);
-		di->lower.dentry = fresh;
+		/* Published before the old one goes: see aheadfs_d_revalidate(). */
+		WRITE_ONCE(di->lower.dentry, fresh);
+		dput(lower);
 		lower = fresh;
 	}
 	inode = aheadfs_iget(dentry->d_sb, d_inode(lower));
@@ -303,6 +332,14 @@ static int remove_object(struct inode *dir, struct dentry *dentry, bool isdir)
 		err = PTR_ERR(lower_parent);
 		goto out_drop;
 	}
+	/*
+	 * A reference of the call's own, besides our dentry's: with two,
+	 * the lower's d_delete() unhashes its dentry instead of making it
+	 * negative, so that open and getattr, which use our dentry's lower
+	 * without a reference of their own, never meet a negative one.  An
+	 * NFS lower counts that reference as a user and removes the file by
+	 * a silly rename (.nfsXXXX, then REMOVE) instead of a REMOVE.
+	 */
 	lower = aheadfs_get_lower(dentry);
 	if (!lower)
 		err = -ENOENT;
@@ -372,10 +409,19 @@ int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 	if (err)
 		goto out_dput;
 
+	/*
+	 * From 6.7 lock_rename() fails, holding nothing, when the two lower
+	 * parents have no common ancestor (a lower superblock with several
+	 * roots: NFS mounts sharing one).
+	 */
 	trap = lock_rename(lower_old_parent, lower_new_parent);
+	if (IS_ERR(trap)) {
+		err = PTR_ERR(trap);
+		goto drop_write;
+	}
 	err = -ESTALE;
-	if (lower_old->d_parent != lower_old_parent || d_unhashed(lower_old) ||
-	    lower_new->d_parent != lower_new_parent || d_unhashed(lower_new))
+	if (!lower_matches(old_dentry, lower_old, lower_old_parent) ||
+	    !lower_matches(new_dentry, lower_new, lower_new_parent))
 		goto unlock;
 	/* The same checks the VFS makes on the upper, now for the lower. */
 	err = -EINVAL;
@@ -410,6 +456,7 @@ int aheadfs_rename(aheadfs_idmap_t *idmap, struct inode *old_dir,
 	}
 unlock:
 	unlock_rename(lower_old_parent, lower_new_parent);
+drop_write:
 	aheadfs_drop_write(sb);
 out_dput:
 	dput(lower_new);

@@ -358,6 +358,7 @@ static struct inode *aheadfs_alloc_inode(struct super_block *sb)
 	ai->perm_ns = NULL;
 	ai->perm_time = 0;
 	ai->perm_mask = 0;
+	ai->perm_gen = 0;
 	spin_lock_init(&ai->dir_lock);
 	ai->dir_cache = NULL;
 	ai->dir_gen = 0;

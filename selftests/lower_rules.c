@@ -1821,6 +1821,89 @@ TEST_F_TIMEOUT(frozen, freeze_races_sync_writes, 300)
 	}
 }
 
+#define NOREPLACE_ROUNDS	20
+
+/* renameat2(@from, @to, RENAME_NOREPLACE): 0 or errno. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	return err_of(renameat2(AT_FDCWD, from, AT_FDCWD, to,
+				RENAME_NOREPLACE));
+}
+
+/*
+ * RENAME_NOREPLACE through aheadfs never replaces a file, even one the
+ * lower got after the VFS found the target absent.  With the lower frozen,
+ * a create of "y" on the lower waits first; then a RENAME_NOREPLACE of x to
+ * y through aheadfs finds y absent (in our dentry and in the lower's) and
+ * waits too.  Thawed, the create usually runs first: the rename must then
+ * fail EEXIST (aheadfs finds, under the lower's locks, that the lower
+ * dentry is no longer what ours stood for, and the VFS looks again), not
+ * move x over the new file.  When the rename runs first, the create fails
+ * EEXIST.  Never both succeed; rounds repeat until the create came first a
+ * few times.
+ */
+TEST_F_TIMEOUT(frozen, rename_noreplace_races_lower_create, 120)
+{
+	char mx[PATH_MAX], my[PATH_MAX], lx[PATH_MAX], ly[PATH_MAX], got[16];
+	int round, lower_first = 0, cst, rst, c, r;
+	pid_t create, rename;
+	struct stat st;
+
+	at(mx, self->x.fs.mnt, "x");
+	at(my, self->x.fs.mnt, "y");
+	at(lx, self->x.fs.lower, "x");
+	at(ly, self->x.fs.lower, "y");
+	for (round = 0; round < NOREPLACE_ROUNDS && lower_first < 3; round++) {
+		ASSERT_EQ(0, ahfs_put(mx, "moved"));
+		/* Both negative, cached: y is absent on either side. */
+		ASSERT_EQ(-1, lstat(my, &st));
+		ASSERT_EQ(-1, lstat(ly, &st));
+		ASSERT_EQ(0, lr_freeze(&self->x, self->x.fs.lower));
+		create = lr_fork(&self->x);
+		ASSERT_LE(0, create);
+		if (!create)
+			_exit(op_create(ly, -1));
+		ASSERT_EQ('F', wait_frozen(create, WAIT_MS));
+		rename = lr_fork(&self->x);
+		ASSERT_LE(0, rename);
+		if (!rename)
+			_exit(rename_noreplace(mx, my));
+		ASSERT_EQ('F', wait_frozen(rename, WAIT_MS)) {
+			TH_LOG("the rename did not wait for the frozen lower: wchan %s",
+			       proc_wchan(rename));
+		}
+		ASSERT_EQ(0, lr_thaw(&self->x));
+		ASSERT_EQ(0, lr_wait(&self->x, create, WAIT_MS, &cst));
+		ASSERT_EQ(0, lr_wait(&self->x, rename, WAIT_MS, &rst));
+		ASSERT_TRUE(WIFEXITED(cst) && WIFEXITED(rst));
+		c = WEXITSTATUS(cst);
+		r = WEXITSTATUS(rst);
+		ASSERT_FALSE(c == 0 && r == 0) {
+			TH_LOG("round %d: the lower's create of y and RENAME_NOREPLACE of x to y both succeeded: y is now %s",
+			       round, ahfs_read_file(ly, got, sizeof(got)) < 0 ?
+			       "unreadable" : got);
+		}
+		if (!c) {
+			lower_first++;
+			EXPECT_EQ(EEXIST, r);
+			/* x stayed, and y is the lower's empty file. */
+			EXPECT_EQ(0, lstat(lx, &st));
+			EXPECT_EQ(0, lstat(ly, &st));
+			EXPECT_EQ(0, st.st_size);
+		} else {
+			EXPECT_EQ(EEXIST, c);
+			EXPECT_EQ(0, r);
+		}
+		ASSERT_EQ(0, unlink(ly));
+		if (unlink(lx))
+			ASSERT_EQ(ENOENT, errno);
+	}
+	TH_LOG("%d rounds, the lower's create ran first in %d", round,
+	       lower_first);
+	/* Otherwise the race was never run and nothing was shown. */
+	EXPECT_LT(0, lower_first);
+}
+
 /* ------------------------------------------------------------------ */
 /* Immutable and append-only files                                     */
 /* ------------------------------------------------------------------ */
@@ -2124,9 +2207,13 @@ static int mflags_prepare(struct lr *x)
 	err = lr_init(x, "mflags", "");
 	if (err)
 		return err;
-	if (ahfs_run("cp /bin/true '%s/true' && cp /usr/bin/id '%s/id' && chmod 4755 '%s/id'",
-		     x->fs.lower, x->fs.lower, x->fs.lower))
+	if (ahfs_run("cp /bin/true '%s/true' && cp /bin/sleep '%s/sleep' && cp /usr/bin/id '%s/id' && chmod 4755 '%s/id'",
+		     x->fs.lower, x->fs.lower, x->fs.lower, x->fs.lower))
 		return fail(-EIO, "copy programs into", x->fs.lower);
+	/* A program with a file capability that prints its own. */
+	if (ahfs_run("cp /bin/cat '%s/capcat' && setcap cap_net_raw+ep '%s/capcat'",
+		     x->fs.lower, x->fs.lower))
+		return fail(-EIO, "setcap (libcap2-bin) a copy of cat in", x->fs.lower);
 	/* /dev/null's numbers. */
 	if (mknod(at(p, x->fs.lower, "null"), S_IFCHR | 0666, makedev(1, 3)))
 		return fail(-errno, "mknod", p);
@@ -2217,6 +2304,30 @@ static int mmap_exec(const char *dir)
 	return err;
 }
 
+/*
+ * mmap(PROT_READ) of @dir/true, then mprotect(PROT_READ | PROT_EXEC) of the
+ * mapping: 0 or the errno of the step that failed.
+ */
+static int mprotect_exec(const char *dir)
+{
+	char p[PATH_MAX];
+	void *m;
+	int fd = open(at(p, dir, "true"), O_RDONLY), err = 0;
+
+	if (fd < 0)
+		return errno;
+	m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		err = errno;
+	} else {
+		if (mprotect(m, 4096, PROT_READ | PROT_EXEC))
+			err = errno;
+		munmap(m, 4096);
+	}
+	close(fd);
+	return err;
+}
+
 /* Open @dir/null read-write and write to it: 0 or errno. */
 static int open_dev(const char *dir)
 {
@@ -2261,6 +2372,23 @@ TEST_F(mflags, noexec_mmap)
 	EXPECT_EQ(0, mmap_exec(self->x.fs.mnt));
 }
 
+/*
+ * A mapping made without PROT_EXEC cannot be made executable later either:
+ * mprotect(PROT_EXEC) fails EACCES through aheadfs over a noexec lower, as
+ * on the lower; over a plain lower it succeeds.
+ */
+TEST_F(mflags, noexec_mprotect)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX];
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NOEXEC, "noexec", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	EXPECT_EQ(EACCES, mprotect_exec(bind));
+	EXPECT_EQ(EACCES, mprotect_exec(mnt));
+	EXPECT_EQ(0, mprotect_exec(self->x.fs.mnt));
+}
+
 /* Opening a device node through aheadfs over a nodev lower fails EACCES, as on the lower; over a plain lower it works. */
 TEST_F(mflags, nodev_open)
 {
@@ -2301,6 +2429,129 @@ TEST_F(mflags, nosuid_exec)
 	ASSERT_EQ(0, run_prog(&self->x, NOBODY, self->x.fs.mnt, "id", "-u",
 			      out, sizeof(out)));
 	EXPECT_STREQ("0\n", out);
+}
+
+/*
+ * Run @dir/sleep in a child and wait (bounded) until it is that program:
+ * its pid, or -1.
+ */
+static pid_t start_sleeper(struct lr *x, const char *dir)
+{
+	char path[PATH_MAX], exe[PATH_MAX], link[64];
+	ssize_t n;
+	pid_t pid;
+	int i;
+
+	at(path, dir, "sleep");
+	pid = lr_fork(x);
+	if (!pid) {
+		close_others(-1, -1);
+		execl(path, "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	for (i = 0; i <= WAIT_MS / 10; i++) {
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = 0;
+			if (!strcmp(exe, path))
+				return pid;
+		}
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	lr_wait(x, pid, WAIT_MS, NULL);
+	return -1;
+}
+
+/* open(@path, O_WRONLY) and close: 0 or errno. */
+static int open_write(const char *path)
+{
+	int fd = open(path, O_WRONLY);
+
+	return fd < 0 ? errno : (close(fd), 0);
+}
+
+/*
+ * A running program's file refuses writes on both sides (ETXTBSY): one
+ * run through aheadfs cannot be opened for write or truncated on the
+ * lower, one run from the lower cannot be through aheadfs; with nothing
+ * running, both open it for write.
+ */
+TEST_F(mflags, text_busy_both_sides)
+{
+	char l[PATH_MAX], m[PATH_MAX];
+	pid_t pid;
+
+	at(l, self->x.fs.lower, "sleep");
+	at(m, self->x.fs.mnt, "sleep");
+	pid = start_sleeper(&self->x, self->x.fs.mnt);
+	ASSERT_LT(0, pid);
+	EXPECT_EQ(ETXTBSY, open_write(m));
+	EXPECT_EQ(ETXTBSY, open_write(l)) {
+		TH_LOG("a program run through aheadfs could be rewritten on the lower");
+	}
+	EXPECT_EQ(ETXTBSY, err_of(truncate(l, 0)));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(0, lr_wait(&self->x, pid, WAIT_MS, NULL));
+
+	pid = start_sleeper(&self->x, self->x.fs.lower);
+	ASSERT_LT(0, pid);
+	EXPECT_EQ(ETXTBSY, open_write(l));
+	EXPECT_EQ(ETXTBSY, open_write(m));
+	EXPECT_EQ(ETXTBSY, err_of(truncate(m, 0))) {
+		TH_LOG("a program run from the lower could be truncated through aheadfs");
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(0, lr_wait(&self->x, pid, WAIT_MS, NULL));
+
+	EXPECT_EQ(0, open_write(l));
+	EXPECT_EQ(0, open_write(m));
+}
+
+/* The effective capabilities @dir/capcat runs with as @uid, or "" on failure. */
+static const char *cap_eff(struct lr *x, uid_t uid, const char *dir,
+			   char *out, size_t len)
+{
+	char status[4096], *p;
+
+	if (run_prog(x, uid, dir, "capcat", "/proc/self/status", status,
+		     sizeof(status)) || !(p = strstr(status, "CapEff:\t")))
+		return "";
+	snprintf(out, len, "%.16s", p + 8);
+	return out;
+}
+
+/*
+ * A file capability is the nosuid lower's too: cap_net_raw+ep on a program
+ * gives it CAP_NET_RAW when run through aheadfs over a plain lower, as on
+ * the lower, and nothing over a nosuid one, as on the lower (exec checks
+ * nosuid on aheadfs's mount, so aheadfs hides the capability from exec);
+ * getxattr(2) still shows it, as stat shows a set-uid bit.
+ */
+TEST_F(mflags, nosuid_file_caps)
+{
+	char bind[PATH_MAX], mnt[PATH_MAX], p[PATH_MAX], out[32];
+	char cap[64];
+
+	ASSERT_EQ(0, stack_flagged(&self->x, MS_NOSUID, "nosuid", bind, mnt)) {
+		TH_LOG("%s", lr_why);
+	}
+	/* CAP_NET_RAW is bit 13. */
+	EXPECT_STREQ("0000000000002000",
+		     cap_eff(&self->x, NOBODY, self->x.fs.lower, out, sizeof(out)));
+	EXPECT_STREQ("0000000000002000",
+		     cap_eff(&self->x, NOBODY, self->x.fs.mnt, out, sizeof(out)));
+	EXPECT_STREQ("0000000000000000",
+		     cap_eff(&self->x, NOBODY, bind, out, sizeof(out)));
+	EXPECT_STREQ("0000000000000000",
+		     cap_eff(&self->x, NOBODY, mnt, out, sizeof(out))) {
+		TH_LOG("a file capability took effect through aheadfs over a nosuid lower");
+	}
+	EXPECT_LT(0, getxattr(at(p, mnt, "capcat"), "security.capability",
+			      cap, sizeof(cap)));
 }
 
 /*
