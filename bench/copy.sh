@@ -32,9 +32,11 @@
 # instruction-counted clock and a device in the guest (null_blk with an
 # hrtimer completion of 0 and $BENCH_COPY_LATENCY ms; see the block below),
 # into build/bench/copy-icount-<release>.json ($BENCH_OUT); with it, at
-# each latency, the same file over SMB (ksmbd sharing the aheadfs mount,
-# the kernel's SMB client on loopback: the client's copy_file_range, a
-# server-side copy, and its read/write loop, legacy and ahead; off with
+# each latency, the same file over SMB (ksmbd, then Samba's smbd, sharing
+# the aheadfs mount, the kernel's SMB client on loopback: the client's
+# copy_file_range, a server-side copy, and its read/write loop, legacy and
+# ahead; with Samba also a server-side copy to a tmpfs, which Samba makes
+# with its own reads; BENCH_COPY_SMB_SERVERS chooses the servers, off with
 # BENCH_COPY_SMB=0) and aheadfs over an NFS 4.2 client of the ext4
 # (copy_file_range, a server-side COPY, and the read/write loop; off with
 # BENCH_COPY_NFS_LOWER=0).  Everything runs inside the guest: loopback
@@ -168,7 +170,11 @@ size_mib=${BENCH_COPY_MIB:-256}
 mkdir -p "$out"
 cleanup() {
 	set +e
-	"$top/scripts/smb-share" stop "$work/smb-cli" "$work/smb-etc" 2>/dev/null
+	umount -f "$work/smb-mixcli" 2>/dev/null
+	for server in ksmbd samba; do
+		"$top/scripts/smb-share" --server $server stop "$work/smb-cli" "$work/smb-etc" 2>/dev/null
+	done
+	umount "$work/smb-mix/t" "$work/smb-mix/a" 2>/dev/null
 	umount "$work/mnt" 2>/dev/null
 	umount -f "$work/nfs-cli" 2>/dev/null
 	exportfs -ua 2>/dev/null
@@ -288,7 +294,8 @@ lower=$work/lower mnt=$work/mnt blk=/dev/nullb0
 mkdir -p "$lower" "$mnt"
 # icount_row LAT LOWER METHOD MODE SRC DST [rw] [EXTRA]: one cold copy by the
 # copier, with the counters of the aheadfs mount $mnt, appended to the
-# results; EXTRA (key=value words) goes with it.
+# results; EXTRA (key=value words) goes with it.  The copy is compared with
+# the source on the server's side: DST's name in the lower, or $same_as.
 icount_row() {
 	local c0 c1 cns fns wait cpu runq
 	rm -f "$6"
@@ -299,27 +306,54 @@ icount_row() {
 	c1=$(copy_counts "$mnt/src")
 	# The wire's counts before cmp, whose own reads would be counted too.
 	[ -z "${wire_mnt:-}" ] || wire1=$(nfs_wire "$wire_mnt")
-	cmp -s "$mnt/src" "$lower/${6##*/}" || die "$2 $3 $4 at $1 ms: the copy differs from its source"
+	cmp -s "$mnt/src" "${same_as:-$lower/${6##*/}}" || die "$2 $3 $4 at $1 ms: the copy differs from its source"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$1" \
 		"$4" "$((size_mib * 1048576))" "$cns" "$fns" "$wait" \
 		"$cpu" "$runq" "$c0" "$c1" "$2" "$3" "${8:-}" >>"$tsv"
 	echo "# $2 $3 $4, null_blk $1 ms: copy $((cns / 1000000)) ms, fsync $((fns / 1000000)) ms, wait $((wait / 1000000)) ms ${8:-}" >&2
 }
-# smb_rows LAT: ksmbd shares the aheadfs mount, the SMB client mounts it
+# smb_rows LAT SERVER: SERVER (ksmbd, or Samba's smbd chrooted in
+# build/samba-root) shares the aheadfs mount, the SMB client mounts it
 # (scripts/smb-share); the client's copy_file_range (a server-side copy:
 # FSCTL_SRV_COPYCHUNK_WRITE, one aheadfs copy per 1 MiB chunk) and its loop
-# of 1 MiB reads and writes, legacy and ahead.
+# of 1 MiB reads and writes, legacy and ahead.  With Samba also a
+# server-side copy from the aheadfs mount to a tmpfs (a second share
+# holding both): copy_file_range between them fails EXDEV and Samba copies
+# each 1 MiB chunk with its own pread and pwrite, the story's reader.
 smb_rows() {
-	local cli=$work/smb-cli etc=$work/smb-etc sysfs mode
+	local cli=$work/smb-cli etc=$work/smb-etc mix=$work/smb-mix mixcli=$work/smb-mixcli
+	local sysfs mode extra=()
 	sysfs=/sys/fs/aheadfs/$(mountpoint -d "$mnt")
-	"$top/scripts/smb-share" start "$mnt" "$cli" "$etc" || die "SMB share"
+	if [ "$2" = samba ]; then
+		mkdir -p "$mix/a" "$mix/t" "$mixcli"
+		mount --bind "$mnt" "$mix/a" && mount -t tmpfs -o size=$((size_mib + 64))M smbmix "$mix/t" ||
+			die "the Samba mixed share"
+		extra=("mix=$mix")
+	fi
+	"$top/scripts/smb-share" --server "$2" start "$mnt" "$cli" "$etc" ${extra[@]+"${extra[@]}"} ||
+		die "SMB share ($2)"
+	if [ "$2" = samba ]; then
+		timeout 120 mount -t cifs //127.0.0.1/mix "$mixcli" \
+			-o "vers=3.1.1,username=root,password=${AHEADFS_SMB_PASSWORD:-aheadfs-smb-share}" ||
+			die "mount -t cifs //127.0.0.1/mix"
+	fi
 	for mode in legacy ahead; do
 		echo "$mode" >"$sysfs/prefetch"
-		icount_row "$1" smb-ksmbd copy_file_range "$mode" "$cli/src" "$cli/dst"
-		icount_row "$1" smb-ksmbd readwrite "$mode" "$cli/src" "$cli/dst" rw
+		icount_row "$1" "smb-$2" copy_file_range "$mode" "$cli/src" "$cli/dst"
+		icount_row "$1" "smb-$2" readwrite "$mode" "$cli/src" "$cli/dst" rw
+		[ "$2" = samba ] || continue
+		same_as=$mix/t/dst icount_row "$1" smb-samba-to-tmpfs copy_file_range "$mode" \
+			"$mixcli/a/src" "$mixcli/t/dst"
+		rm -f "$mix/t/dst"
 	done
 	rm -f "$mnt/dst"
-	"$top/scripts/smb-share" stop "$cli" "$etc" || die "SMB share stop"
+	if [ "$2" = samba ]; then
+		umount "$mixcli" || die "umount $mixcli"
+	fi
+	"$top/scripts/smb-share" --server "$2" stop "$cli" "$etc" || die "SMB share stop ($2)"
+	if [ "$2" = samba ]; then
+		umount "$mix/t" "$mix/a" || die "umount the mixed share's mounts"
+	fi
 }
 # nfs_ops CLIENT OP: the count of NFS operation OP on the mount at CLIENT.
 nfs_ops() {
@@ -384,6 +418,16 @@ nfs_lower_rows() {
 	mount -t aheadfs "$lower" "$mnt"
 }
 smb=${BENCH_COPY_SMB:-1} nfsl=${BENCH_COPY_NFS_LOWER:-1}
+smb_servers=
+[ "$smb" = 0 ] || smb_servers=${BENCH_COPY_SMB_SERVERS:-ksmbd samba}
+for server in $smb_servers; do
+	case $server in
+	ksmbd) ;;
+	samba) [ -x "${AHEADFS_SAMBA_ROOT:-$top/build/samba-root}/usr/sbin/smbd" ] ||
+		die "no Samba root: scripts/samba-root builds it (or BENCH_COPY_SMB_SERVERS=ksmbd)" ;;
+	*) die "BENCH_COPY_SMB_SERVERS: unknown server $server (ksmbd, samba)" ;;
+	esac
+done
 for lat in 0 "$latency"; do
 	irq="irqmode=0"
 	[ "$lat" = 0 ] || irq="irqmode=2 completion_nsec=$((lat * 1000000))"
@@ -414,7 +458,7 @@ for lat in 0 "$latency"; do
 		echo "# null_blk $lat ms, $mode: copy $((cns / 1000000)) ms, fsync $((fns / 1000000)) ms, wait $((wait / 1000000)) ms" >&2
 	done
 	rm -f "$mnt/dst"
-	[ "$smb" = 0 ] || smb_rows "$lat"
+	for server in $smb_servers; do smb_rows "$lat" "$server"; done
 	[ "$nfsl" = 0 ] || nfs_lower_rows "$lat"
 	umount "$mnt"
 	# nfsd's file cache lets go of the files it held in its own time.
@@ -467,21 +511,23 @@ for lat in sorted({r["latency_ms"] for r in local}):
                            "met": None if t is None else v >= t})
 # SMB: the server-side copy, ahead over legacy and over the client's best
 # read/write loop; the targets are at 10 ms.
-sm = {(r["latency_ms"], r["method"], r["mode"]): r for r in rows if r["lower"] == "smb-ksmbd"}
-for lat in sorted({k[0] for k in sm}):
-    t = 2.0 if lat == 10 else None
-    a, l = sm.get((lat, "copy_file_range", "ahead")), sm.get((lat, "copy_file_range", "legacy"))
-    loops = [sm[(lat, "readwrite", m)] for m in ("legacy", "ahead") if (lat, "readwrite", m) in sm]
-    if a and l:
-        v = round(l["seconds"] / a["seconds"], 3)
-        ratios.append({"kernel": rel, "clock": "icount", "lower": "smb-ksmbd", "latency_ms": lat,
-                       "ratio": "server-side copy ahead/legacy", "value": v,
-                       "target": t, "met": None if t is None else v >= t})
-    if a and loops:
-        v = round(min(x["seconds"] for x in loops) / a["seconds"], 3)
-        ratios.append({"kernel": rel, "clock": "icount", "lower": "smb-ksmbd", "latency_ms": lat,
-                       "ratio": "server-side copy ahead/best client loop", "value": v,
-                       "target": t, "met": None if t is None else v >= t})
+# Samba's copy to a tmpfs (its own reads through aheadfs) has the first.
+for smb in ("smb-ksmbd", "smb-samba", "smb-samba-to-tmpfs"):
+    sm = {(r["latency_ms"], r["method"], r["mode"]): r for r in rows if r["lower"] == smb}
+    for lat in sorted({k[0] for k in sm}):
+        t = 2.0 if lat == 10 else None
+        a, l = sm.get((lat, "copy_file_range", "ahead")), sm.get((lat, "copy_file_range", "legacy"))
+        loops = [sm[(lat, "readwrite", m)] for m in ("legacy", "ahead") if (lat, "readwrite", m) in sm]
+        if a and l:
+            v = round(l["seconds"] / a["seconds"], 3)
+            ratios.append({"kernel": rel, "clock": "icount", "lower": smb, "latency_ms": lat,
+                           "ratio": "server-side copy ahead/legacy", "value": v,
+                           "target": t, "met": None if t is None else v >= t})
+        if a and loops:
+            v = round(min(x["seconds"] for x in loops) / a["seconds"], 3)
+            ratios.append({"kernel": rel, "clock": "icount", "lower": smb, "latency_ms": lat,
+                           "ratio": "server-side copy ahead/best client loop", "value": v,
+                           "target": t, "met": None if t is None else v >= t})
 # NFS lower: COPY on the wire and no READ for the copy.
 for r in rows:
     if r["lower"] == "nfs-lower" and r["method"] == "copy_file_range":
@@ -494,10 +540,10 @@ json.dump({"clock": "icount", "device": "null_blk memory-backed, hrtimer complet
            "results": rows, "ratios": ratios},
           open(os.path.join(out, "copy-icount-%s.json" % rel), "w"), indent=1)
 print("kernel %s, icount clock, a cold file on ext4 on null_blk, copied through aheadfs" % rel)
-print("%-13s %-15s %4s %-7s %9s %9s %8s %9s  %s" % ("lower", "method", "ms", "mode", "copy s", "fsync s", "MiB/s", "wait ms",
+print("%-18s %-15s %4s %-7s %9s %9s %8s %9s  %s" % ("lower", "method", "ms", "mode", "copy s", "fsync s", "MiB/s", "wait ms",
       "copies txns absent waited | reads waited"))
 for r in rows:
-    print("%-13s %-15s %4d %-7s %9.4f %9.4f %8.1f %9.2f  %s %s %s %s | %s %s%s" % (
+    print("%-18s %-15s %4d %-7s %9.4f %9.4f %8.1f %9.2f  %s %s %s %s | %s %s%s" % (
         r["lower"], r["method"], r["latency_ms"], r["mode"], r["copy_s"], r["fsync_s"],
         r["bytes"] / 1048576 / r["copy_s"], r["wait_ms"],
         r["copy_reqs"], r["txns"], r["absent_txns"], r["wait_txns"],
@@ -506,7 +552,7 @@ for r in rows:
 for q in ratios:
     tgt = "" if q["target"] is None else "  (target %s) %s" % (q["target"], "met" if q["met"] else "MISSED")
     val = "" if q["value"] is None else "%6.2f" % q["value"]
-    print("  %-10s %3d ms %-40s %s%s" % (q.get("lower", "ext4-null_blk"), q["latency_ms"], q["ratio"], val, tgt))
+    print("  %-18s %3d ms %-40s %s%s" % (q.get("lower", "ext4-null_blk"), q["latency_ms"], q["ratio"], val, tgt))
 EOF
 exit 0 ;;
 esac
