@@ -2,8 +2,9 @@
 # kselftest: not installed
 #
 # ktap.sh: the KTAP lines of the shell tests, sourced by each of them
-# (". "$(dirname "$0")/ktap.sh""), never run alone; installed beside them
-# for run_kselftest.sh.  A test prints "TAP version 13" itself, then:
+# (". "$(dirname "$0")/ktap.sh"; bpf/tests/host.sh too), never run alone;
+# installed beside them for run_kselftest.sh.  A test prints "TAP version
+# 13" itself, then:
 #
 #   ok NAME                        a passing check
 #   nok NAME [DETAIL]              a failing one; DETAIL's lines as comments

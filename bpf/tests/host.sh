@@ -11,13 +11,8 @@ out=$here/.output
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1)) failed=$((failed + 1))
-	echo "not ok $n $1"
-	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
-}
+# ok, nok: the shell tests' KTAP lines.
+. "$top/selftests/ktap.sh"
 skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
 
 # expect NAME RC REGEX CMD...: CMD exits RC with exactly one stderr line
