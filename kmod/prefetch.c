@@ -457,6 +457,41 @@ static void issue_next(struct file *file, struct file *lower,
 	}
 }
 
+/*
+ * The reader's share of the window: up to two grains (about two requests)
+ * of what is planned and nobody has taken, submitted without waiting for
+ * the worker, whatever chunk it holds below.  A steady reader tops up its
+ * window this way by what it read; one whose worker gets no CPU (a single
+ * or busy one) catches up with the plan by a request's worth each time.
+ * Returns whether the stream still has planned bytes nobody took, for the
+ * worker.
+ */
+static bool issue_own(struct file *file, struct file *lower,
+		      struct aheadfs_pf_state *pf,
+		      const struct aheadfs_pf_plan *plan, u64 txn)
+{
+	u64 budget = 2 * plan->grain;
+	struct aheadfs_pf_chunk c;
+	bool pending;
+	u64 len;
+
+	for (;;) {
+		spin_lock(&pf->lock);
+		len = pf->dying ? 0 : aheadfs_stream_take_own(&pf->w,
+							      plan->stream,
+							      &budget, txn,
+							      &c);
+		pending = !len && aheadfs_stream_pending(&pf->w, plan->stream);
+		spin_unlock(&pf->lock);
+		if (!len)
+			return pending;
+		issue_chunk(file, lower, c.start, c.len, c.win);
+		chunk_done(pf, &c);
+		if (fatal_signal_pending(current))
+			return true;
+	}
+}
+
 /* A stream's window changed: the mount's gauges and the tracepoint. */
 static void window_sized(struct file *file, struct aheadfs_pf_state *pf,
 			 const struct aheadfs_pf_plan *plan, u64 pos)
@@ -653,10 +688,16 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 			issue_demand(file, lower, own.first_absent,
 				     rq.pos + rq.count, rq.txn);
 		}
-		issue_next(file, lower, pf, &plan, plan.sync_end, plan.sync_to,
+		issue_next(file, lower, pf, &plan, plan.sync_end, plan.sync_end,
 			   rq.txn);
 	}
-	if (!rq.legacy && plan.issue_end > plan.issue_start)
+	/*
+	 * The reader's share of the window, then the worker for the rest
+	 * (what the window grew by).
+	 */
+	if (!rq.legacy && plan.stream >= 0 &&
+	    (nowait ? plan.issue_end > plan.issue_start :
+		      issue_own(file, lower, pf, &plan, rq.txn)))
 		queue_work(aheadfs_pf_wq, &pf->work);
 	if (plan.wasted)
 		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes,

@@ -49,13 +49,15 @@ typedef uint32_t u32;
 #define AHEADFS_PF_BDP_HEADROOM	2
 #define AHEADFS_PF_BDP_SLACK	4
 /*
- * A reader that finds its next request's bytes not yet taken by the worker
- * (a worker behind: on a busy or single CPU it runs when the reader is
- * preempted) submits them, and with them at least this share of its window,
- * so that it comes back once a share, not once a request: 4 KiB reads of a
- * 8 MiB window issued a chunk per read until the worker ran.
+ * The window is topped up whenever a grain is missing from it: the request
+ * size, or this much for smaller requests, so that each request adds about
+ * what it read and none submits for many (a 128 KiB reader of a 64 MiB
+ * window topped it up by 32 MiB once every 256 requests).  Each request
+ * submits up to two grains of what is planned and not yet taken itself
+ * (aheadfs_stream_take_own()), so the window stays full even when the
+ * worker gets no CPU; the worker takes what it can of the rest.
  */
-#define AHEADFS_PF_READER_SHARE	8
+#define AHEADFS_PF_GRAIN	(128ULL << 10)
 #define AHEADFS_NSEC		1000000000ULL
 
 static inline u64 aheadfs_min64(u64 a, u64 b)
@@ -156,8 +158,8 @@ struct aheadfs_pf_plan {
 	u64 win;			/* the stream's window after this */
 	int stream;			/* the request's stream (-1: none) */
 	u32 gen;			/* and which one of that slot */
-	u64 sync_end;			/* the reader submits if this is not */
-	u64 sync_to;			/* and then up to here */
+	u64 sync_end;			/* the reader submits up to here */
+	u64 grain;			/* the reader submits two of these */
 	u64 target;			/* the product (0: not measured yet) */
 	bool resized;			/* the stream's window changed */
 };
@@ -328,7 +330,7 @@ static inline void aheadfs_stream_fill(struct aheadfs_stream *s,
 				       const struct aheadfs_pf_req *rq,
 				       u64 end, struct aheadfs_pf_plan *p)
 {
-	u64 want, limit, ahead, low, hs, he;
+	u64 want, limit, grain, hs, he;
 
 	want = 0;
 	if (s->confirmed) {
@@ -350,25 +352,24 @@ static inline void aheadfs_stream_fill(struct aheadfs_stream *s,
 	p->win = want;
 	if (!want)
 		return;
-	p->sync_to = aheadfs_max64(p->sync_end,
-				   aheadfs_sat_add(end, want /
-						   AHEADFS_PF_READER_SHARE));
 
 	/*
-	 * Top up when less than max(request, half the window) is left ahead
-	 * of this request's end, so that small requests issue big chunks.
+	 * Top up to the window whenever a grain of it (or the rest of the
+	 * file) is missing ahead of this request's end.  What a steady reader
+	 * adds is about its own request, and it submits that itself, right
+	 * away: spread over the requests, and never late for want of a CPU
+	 * for the worker.
 	 */
-	ahead = s->ra_end > end ? s->ra_end - end : 0;
-	low = aheadfs_min64(want, aheadfs_max64(rq->count, want / 2));
-	if (ahead >= low)
-		return;
+	grain = aheadfs_min64(want, aheadfs_max64(rq->count,
+						  AHEADFS_PF_GRAIN));
 	hs = aheadfs_max64(s->ra_end, end);
 	he = aheadfs_min64(aheadfs_sat_add(end, want), rq->isize);
-	if (he > hs) {
-		p->issue_start = hs;
-		p->issue_end = he;
-		s->ra_end = he;
-	}
+	p->grain = grain;
+	if (he <= hs || (he - hs < grain && he < rq->isize))
+		return;
+	p->issue_start = hs;
+	p->issue_end = he;
+	s->ra_end = he;
 }
 
 /*
@@ -473,7 +474,6 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->stream = i;
 	p->gen = s->gen;
 	p->sync_end = aheadfs_sat_add(end, req);
-	p->sync_to = p->sync_end;
 	p->target = aheadfs_stream_bdp(s);
 
 	aheadfs_stream_fill(s, rq, end, p);
@@ -513,7 +513,6 @@ static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
 	p->resized = true;
 	p->target = aheadfs_stream_bdp(s);
 	p->sync_end = end;
-	p->sync_to = end;
 	aheadfs_stream_fill(s, rq, end, p);
 	return true;
 }
@@ -568,6 +567,39 @@ static inline u64 aheadfs_stream_take(struct aheadfs_window *w, int i,
 	if (w->s[i].claimed >= aheadfs_min64(need, w->s[i].ra_end))
 		return 0;
 	return aheadfs_stream_claim(w, i, aheadfs_max64(need, limit), txn, c);
+}
+
+/*
+ * The reader's next chunk of its share of the window: what nobody has taken
+ * yet, from the first such byte, at most @txn bytes and what is left of
+ * *@budget (which it decreases), whatever the worker is still submitting
+ * below it.  Returns its length (0: nothing left).
+ */
+static inline u64 aheadfs_stream_take_own(struct aheadfs_window *w, int i,
+					  u64 *budget, u64 txn,
+					  struct aheadfs_pf_chunk *c)
+{
+	u64 len;
+
+	if (i < 0 || i >= AHEADFS_PF_STREAMS || !*budget)
+		return 0;
+	len = aheadfs_stream_claim(w, i,
+				   aheadfs_sat_add(w->s[i].claimed, *budget),
+				   txn, c);
+	*budget -= len;
+	return len;
+}
+
+/* Whether stream @i has planned bytes nobody has taken: the worker's. */
+static inline bool aheadfs_stream_pending(const struct aheadfs_window *w,
+					  int i)
+{
+	const struct aheadfs_stream *s;
+
+	if (i < 0 || i >= AHEADFS_PF_STREAMS)
+		return false;
+	s = &w->s[i];
+	return s->live && s->claimed < s->ra_end;
 }
 
 /*

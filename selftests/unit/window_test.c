@@ -52,6 +52,8 @@ struct sim {
 	/* Totals, as prefetch.c and sched.c would count them. */
 	u64 issued, hits, wasted, read, absent_reqs, tails, reqs;
 	u64 reader_chunks;	/* chunks the reader submitted itself */
+	u64 max_req_submitted;	/* the most one request submitted itself */
+	u64 worker_bytes;	/* bytes the worker submitted */
 	u64 chunks;		/* chunks anyone submitted */
 	s64 window_cur;
 	u64 window_peak;
@@ -131,6 +133,7 @@ static void sim_drain(struct sim *s)
 		for (pg = c.start / PG; pg * PG < c.start + c.len; pg++)
 			set(s, pg);
 		s->issued += c.len;
+		s->worker_bytes += c.len;
 		s->chunks++;
 		aheadfs_window_submitted(&s->w, &c);
 	}
@@ -147,7 +150,7 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 		.win_cap = s->win_cap, .legacy = s->legacy,
 	};
 	struct aheadfs_pf_plan p;
-	u64 c, pg, end, have, want, absent;
+	u64 c, pg, end, have, want, absent, req_submitted = 0, budget;
 	int hole_first;
 
 	/* As prefetch.c does: the budget less the windows already held. */
@@ -172,7 +175,7 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 		if (aheadfs_stream_busy(&s->w, p.stream, p.sync_end))
 			s->order_bad++;
 		while (aheadfs_stream_take(&s->w, p.stream, p.sync_end,
-					   p.sync_to,
+					   p.sync_end,
 					   s->txn, &ch)) {
 			for (pg = ch.start / PG; pg * PG < ch.start + ch.len;
 			     pg++)
@@ -180,8 +183,24 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 			s->issued += ch.len;
 			s->reader_chunks++;
 			s->chunks++;
+			req_submitted += ch.len;
 			aheadfs_window_submitted(&s->w, &ch);
 		}
+		/* Then its own top-up of the window, if it is one. */
+		budget = 2 * p.grain;
+		while (aheadfs_stream_take_own(&s->w, p.stream, &budget,
+					       s->txn, &ch)) {
+			for (pg = ch.start / PG; pg * PG < ch.start + ch.len;
+			     pg++)
+				set(s, pg);
+			s->issued += ch.len;
+			s->reader_chunks++;
+			s->chunks++;
+			req_submitted += ch.len;
+			aheadfs_window_submitted(&s->w, &ch);
+		}
+		if (req_submitted > s->max_req_submitted)
+			s->max_req_submitted = req_submitted;
 	} else {
 		/* The reader submits the legacy chunk itself. */
 		for (c = p.issue_start; c < p.issue_end; c += s->txn) {
@@ -669,14 +688,14 @@ static void test_worker_lag(void)
 }
 
 /*
- * 4 KiB reads whose worker falls behind once the window is grown (on a busy
- * or single CPU it runs when the reader is preempted): the reader submits a
- * share of the window whenever its next request is not taken, so it issues
- * one chunk per share, not one per request, and still finds nothing absent.
+ * 4 KiB reads whose worker stops running once the window is grown (on a
+ * busy or single CPU it runs only when the reader is preempted): the reader
+ * tops the window up itself, a grain at a time, so it issues one chunk per
+ * grain, not one per request nor a large one now and then, and still finds
+ * nothing absent.
  */
 static void test_worker_lag_small_reads(void)
 {
-	const u64 share = WINDOW / AHEADFS_PF_READER_SHARE;
 	struct sim s;
 	u64 pos, absent = 0, chunks;
 
@@ -685,15 +704,60 @@ static void test_worker_lag_small_reads(void)
 		absent += sim_read(&s, pos, 4 * KIB);
 	chunks = s.reader_chunks;
 	s.worker_lags = true;
+	s.max_req_submitted = 0;
 	for (; pos < 192 * MIB; pos += 4 * KIB)
 		absent += sim_read(&s, pos, 4 * KIB);
 	chunks = s.reader_chunks - chunks;
-	report(absent == 4 * KIB && chunks && chunks <= 128 * MIB / share &&
-	       s.order_bad == 0,
-	       "worker lag, 4 KiB reads: the reader submitted %llu chunks for 128 MiB (a share of %llu), %llu bytes absent",
-	       (unsigned long long)chunks, (unsigned long long)share,
+	report(absent == 4 * KIB && chunks &&
+	       chunks <= 128 * MIB / AHEADFS_PF_GRAIN + 1 &&
+	       s.max_req_submitted <= 2 * AHEADFS_PF_GRAIN && s.order_bad == 0,
+	       "worker lag, 4 KiB reads: the reader submitted %llu chunks for 128 MiB (a grain of %llu), at most %llu bytes in one request, %llu bytes absent",
+	       (unsigned long long)chunks,
+	       (unsigned long long)AHEADFS_PF_GRAIN,
+	       (unsigned long long)s.max_req_submitted,
 	       (unsigned long long)absent);
 	sim_free(&s);
+}
+
+/*
+ * Steady readers of every size, with a worker that never runs after the
+ * window's growth: each request submits about what it reads (at most two
+ * grains of max(request, AHEADFS_PF_GRAIN)), the worker is left nothing,
+ * and nothing is absent after the first request.  Before, the window was
+ * topped up by half of it at once, and one request in 256 of a 128 KiB
+ * reader submitted 32 MiB.
+ */
+static void test_spread_topups(void)
+{
+	static const u64 reqs[] = { 128 * KIB, 1 * MIB, 8 * MIB,
+				    8 * MIB + 256 * KIB, 16 * MIB };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		u64 req = reqs[i], pos, absent = 0, grain, wb;
+		struct sim s;
+
+		grain = aheadfs_max64(req, AHEADFS_PF_GRAIN);
+		sim_init(&s, 512 * MIB + 4 * req);
+		/* Grown to the cap, the worker draining. */
+		for (pos = 0; pos < 256 * MIB; pos += req)
+			absent += sim_read(&s, pos, req);
+		s.worker_lags = true;
+		s.max_req_submitted = 0;
+		wb = s.worker_bytes;
+		for (; pos + req <= 512 * MIB; pos += req)
+			absent += sim_read(&s, pos, req);
+		sim_drain(&s);
+		report(absent == req && s.max_req_submitted <= 2 * grain &&
+		       s.worker_bytes == wb && !s.order_bad,
+		       "steady %llu-byte reads: at most %llu bytes submitted by one request (two grains: %llu), the worker left %llu, %llu bytes absent",
+		       (unsigned long long)req,
+		       (unsigned long long)s.max_req_submitted,
+		       (unsigned long long)(2 * grain),
+		       (unsigned long long)(s.worker_bytes - wb),
+		       (unsigned long long)absent);
+		sim_free(&s);
+	}
 }
 
 /*
@@ -1028,6 +1092,7 @@ int main(void)
 	test_eviction();
 	test_worker_lag();
 	test_worker_lag_small_reads();
+	test_spread_topups();
 	test_repeated_passes();
 	test_crossing_chunks();
 	test_nfsd_reorder();
