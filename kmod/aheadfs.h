@@ -12,6 +12,7 @@
 #include <linux/percpu.h>
 #include <linux/uio.h>
 #include <linux/mount.h>
+#include <linux/tracepoint-defs.h>
 #include "compat.h"
 
 #define AHEADFS_NAME		"aheadfs"
@@ -341,19 +342,37 @@ static inline void aheadfs_stat_inc(struct aheadfs_sb_info *sbi,
 u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx);
 
 /*
- * Operation accounting: aheadfs_op_begin() returns a start time only when
- * the aheadfs_meta tracepoint is on, so a disabled tracepoint costs one
- * static branch; aheadfs_op_end() counts the op and emits the event.
+ * Operation accounting, inline on every operation's path: aheadfs_op_begin()
+ * returns a start time only when the aheadfs_meta tracepoint is on, so a
+ * disabled tracepoint costs one static branch; aheadfs_op_end() counts the
+ * op and emits the event.
  * aheadfs_op_end_at() takes the end time from a caller that has read the
  * clock already (0 when @t0 is 0): a traced read reads it once per end.
  * @dentry is the name the caller was given for @inode (NULL: none, as in
  * ->permission()): the tracepoint passes it on, so that a BPF program
  * names the file without probing aheadfs's functions.
  */
-u64 aheadfs_op_begin(void);
-void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
-		       const struct inode *inode, const struct dentry *dentry,
-		       u64 t0, u64 t1, long ret);
+DECLARE_TRACEPOINT(aheadfs_meta);
+
+static inline u64 aheadfs_op_begin(void)
+{
+	return tracepoint_enabled(aheadfs_meta) ? ktime_get_ns() : 0;
+}
+
+void aheadfs_op_trace(struct super_block *sb, enum aheadfs_meta_op op,
+		      const struct inode *inode, const struct dentry *dentry,
+		      u64 t0, u64 t1, long ret);
+
+static inline void aheadfs_op_end_at(struct super_block *sb,
+				     enum aheadfs_meta_op op,
+				     const struct inode *inode,
+				     const struct dentry *dentry, u64 t0,
+				     u64 t1, long ret)
+{
+	this_cpu_inc(AHEADFS_SB(sb)->stats->ops[op]);
+	if (unlikely(t0))
+		aheadfs_op_trace(sb, op, inode, dentry, t0, t1, ret);
+}
 
 static inline void aheadfs_op_end(struct super_block *sb,
 				  enum aheadfs_meta_op op,
@@ -426,8 +445,31 @@ int aheadfs_interpose(struct dentry *dentry, struct super_block *sb,
 		      struct path *lower_path);
 void aheadfs_set_nlink(struct inode *inode, unsigned int nlink);
 void aheadfs_copy_attr(struct inode *inode);
-bool aheadfs_i_flags_stale(const struct inode *inode,
-			   const struct inode *lower);
+
+/*
+ * The lower's inode flags that mean the same on ours, where the VFS checks
+ * them (append-only, immutable, sync, dirsync, noatime, and an active
+ * swapfile, which the VFS refuses to copy, truncate or fallocate).  The rest
+ * belong to the lower inode's own machinery and would lie, or oops, on ours:
+ * S_AUTOMOUNT (the VFS would call a d_automount we do not have), S_PRIVATE,
+ * S_DAX, S_NOSEC, S_KERNEL_FILE and the like.
+ */
+#define AHEADFS_COPY_I_FLAGS \
+	(S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE | S_DIRSYNC | S_SWAPFILE)
+
+/*
+ * Whether the lower's copied flags changed behind our back (chattr on the
+ * lower): the VFS checks ours before asking us, in inode_permission()
+ * (immutable) and may_open() (append-only).  On every walk: inline.
+ */
+static inline bool aheadfs_i_flags_stale(const struct inode *inode,
+					 const struct inode *lower)
+{
+	unsigned int flags = READ_ONCE(inode->i_flags);
+
+	return (flags ^ READ_ONCE(lower->i_flags)) & AHEADFS_COPY_I_FLAGS;
+}
+
 void aheadfs_copy_i_flags(struct inode *inode);
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when);
 void aheadfs_copy_attr_written(struct inode *inode);

@@ -13,6 +13,12 @@
 #include <linux/stat.h>
 #include "aheadfs_config.h"
 
+#ifdef AHEADFS_HAVE_LINUX_UNALIGNED
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
 #ifdef AHEADFS_HAVE_MNT_IDMAP
 #define aheadfs_idmap_t			struct mnt_idmap
 #define aheadfs_mnt_idmap(mnt)		mnt_idmap(mnt)

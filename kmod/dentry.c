@@ -41,6 +41,27 @@ static void aheadfs_d_release(struct dentry *dentry)
 }
 
 /*
+ * Whether @len bytes at @a and @b are the same: a word at a time, inline,
+ * for the name compare of every walked component (memcmp() goes a byte at
+ * a time).  Reads nothing beyond @len.
+ */
+static inline bool same_bytes(const unsigned char *a, const unsigned char *b,
+			      unsigned int len)
+{
+	for (; len >= sizeof(unsigned long); len -= sizeof(unsigned long)) {
+		if (get_unaligned((const unsigned long *)a) !=
+		    get_unaligned((const unsigned long *)b))
+			return false;
+		a += sizeof(unsigned long);
+		b += sizeof(unsigned long);
+	}
+	for (; len; len--)
+		if (*a++ != *b++)
+			return false;
+	return true;
+}
+
+/*
  * Compare our name with the lower dentry's without its d_lock.  A rename in
  * the lower may change the name under us: d_seq tells, and the name and
  * length are only trusted as a pair read inside one d_seq section.  An old
@@ -57,7 +78,7 @@ static int same_name_rcu(const struct dentry *dentry,
 	if (read_seqcount_retry(&lower->d_seq, seq))
 		return -ECHILD;
 	if (len != dentry->d_name.len ||
-	    memcmp(name, dentry->d_name.name, len))
+	    !same_bytes(name, dentry->d_name.name, len))
 		return -ECHILD;
 	return read_seqcount_retry(&lower->d_seq, seq) ? -ECHILD : 1;
 }
@@ -88,8 +109,14 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 	 * Our parent is not pinned by the caller's reference to us: a rename
 	 * may move us and the old parent be freed.  Dentries and their
 	 * information are freed after a grace period, so read both under
-	 * RCU, in ref-walk too.
+	 * RCU, in ref-walk too (an RCU walk holds it already).
 	 */
+	if (rcu) {
+		pdi = READ_ONCE(READ_ONCE(dentry->d_parent)->d_fsdata);
+		if (!pdi || READ_ONCE(lower->d_parent) != pdi->lower.dentry)
+			return 0;
+		return same_name_rcu(dentry, lower);
+	}
 	rcu_read_lock();
 	pdi = READ_ONCE(READ_ONCE(dentry->d_parent)->d_fsdata);
 	same_parent = pdi && READ_ONCE(lower->d_parent) == pdi->lower.dentry;
@@ -97,12 +124,10 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 	if (!same_parent)
 		return 0;
 
-	if (rcu)
-		return same_name_rcu(dentry, lower);
 	spin_lock(&lower->d_lock);
 	same_name = lower->d_name.len == dentry->d_name.len &&
-		    !memcmp(lower->d_name.name, dentry->d_name.name,
-			    dentry->d_name.len);
+		    same_bytes(lower->d_name.name, dentry->d_name.name,
+			       dentry->d_name.len);
 	spin_unlock(&lower->d_lock);
 	return same_name;
 }
@@ -129,18 +154,23 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	 * reference of our own, taken under RCU from a dentry not yet dead:
 	 * a dead one was replaced first, so the next read finds the new one.
 	 */
-	rcu_read_lock();
-	for (;;) {
+	if (rcu) {
+		/* The walk holds the RCU read lock. */
 		lower = READ_ONCE(di->lower.dentry);
-		if (rcu || lockref_get_not_dead(&lower->d_lockref))
-			break;
-		/* Ours holds a reference: dead only once replaced. */
-		if (lower == READ_ONCE(di->lower.dentry)) {
-			rcu_read_unlock();
-			return 0;
+	} else {
+		rcu_read_lock();
+		for (;;) {
+			lower = READ_ONCE(di->lower.dentry);
+			if (lockref_get_not_dead(&lower->d_lockref))
+				break;
+			/* Ours holds a reference: dead only once replaced. */
+			if (lower == READ_ONCE(di->lower.dentry)) {
+				rcu_read_unlock();
+				return 0;
+			}
 		}
+		rcu_read_unlock();
 	}
-	rcu_read_unlock();
 
 	if (!rcu)
 		t0 = aheadfs_op_begin();

@@ -17,30 +17,6 @@
 #include <linux/file.h>
 #include "aheadfs.h"
 
-/*
- * The lower's inode flags that mean the same on ours, where the VFS checks
- * them (append-only, immutable, sync, dirsync, noatime, and an active
- * swapfile, which the VFS refuses to copy, truncate or fallocate).  The rest
- * belong to the lower inode's own machinery and would lie, or oops, on ours:
- * S_AUTOMOUNT (the VFS would call a d_automount we do not have), S_PRIVATE,
- * S_DAX, S_NOSEC, S_KERNEL_FILE and the like.
- */
-#define AHEADFS_COPY_I_FLAGS \
-	(S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE | S_DIRSYNC | S_SWAPFILE)
-
-/*
- * Whether the lower's copied flags changed behind our back (chattr on the
- * lower): the VFS checks ours before asking us, in inode_permission()
- * (immutable) and may_open() (append-only).
- */
-bool aheadfs_i_flags_stale(const struct inode *inode,
-			   const struct inode *lower)
-{
-	unsigned int flags = READ_ONCE(inode->i_flags);
-
-	return (flags ^ READ_ONCE(lower->i_flags)) & AHEADFS_COPY_I_FLAGS;
-}
-
 void aheadfs_copy_i_flags(struct inode *inode)
 {
 	unsigned int flags;
@@ -211,7 +187,8 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
 	u64 t0 = aheadfs_op_begin();
-	unsigned long asked, gen;
+	unsigned long asked = 0, gen = 0;
+	bool cacheable;
 	int err;
 
 	/* RCU walk can meet an inode whose eviction has dropped its lower. */
@@ -230,16 +207,22 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 		err = -EACCES;
 		goto out;
 	}
-	if (aheadfs_perm_cached(inode, mask)) {
-		aheadfs_stat_inc(sbi, AHEADFS_STAT_perm_cache_hits);
-		err = 0;
-		goto out;
+	/*
+	 * Grants are kept only for lowers that decide with a ->permission of
+	 * their own (NFS's round trip), and only with the cache on.
+	 */
+	cacheable = lower->i_op->permission && READ_ONCE(sbi->attr_timeout_ms);
+	if (cacheable) {
+		if (aheadfs_perm_cached(inode, mask)) {
+			aheadfs_stat_inc(sbi, AHEADFS_STAT_perm_cache_hits);
+			err = 0;
+			goto out;
+		}
+		asked = jiffies;
+		gen = aheadfs_perm_gen(inode);
 	}
-	asked = jiffies;
-	gen = aheadfs_perm_gen(inode);
 	err = inode_permission(aheadfs_sb_idmap(inode->i_sb), lower, mask);
-	if (!err && !(mask & MAY_NOT_BLOCK) && lower->i_op->permission &&
-	    READ_ONCE(sbi->attr_timeout_ms))
+	if (!err && cacheable && !(mask & MAY_NOT_BLOCK))
 		aheadfs_perm_granted(inode, mask, asked, gen);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode,

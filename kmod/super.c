@@ -30,19 +30,12 @@ const char *const aheadfs_prefetch_names[AHEADFS_PF_NR_MODES] = {
 	[AHEADFS_PF_OFF]	= "off",
 };
 
-u64 aheadfs_op_begin(void)
+void aheadfs_op_trace(struct super_block *sb, enum aheadfs_meta_op op,
+		      const struct inode *inode, const struct dentry *dentry,
+		      u64 t0, u64 t1, long ret)
 {
-	return trace_aheadfs_meta_enabled() ? ktime_get_ns() : 0;
-}
-
-void aheadfs_op_end_at(struct super_block *sb, enum aheadfs_meta_op op,
-		       const struct inode *inode, const struct dentry *dentry,
-		       u64 t0, u64 t1, long ret)
-{
-	this_cpu_inc(AHEADFS_SB(sb)->stats->ops[op]);
-	if (t0)
-		trace_aheadfs_meta(inode ? inode->i_ino : 0, t1 - t0, ret,
-				   sb->s_dev, op, inode, dentry);
+	trace_aheadfs_meta(inode ? inode->i_ino : 0, t1 - t0, ret, sb->s_dev,
+			   op, inode, dentry);
 }
 
 u64 aheadfs_stat_sum(struct aheadfs_sb_info *sbi, enum aheadfs_stat idx)
