@@ -27,7 +27,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, AT_MAX_HISTS);
 	__type(key, struct at_hist_key);
 	__type(value, struct at_hist);
 } ahead_hist SEC(".maps");
@@ -52,6 +52,12 @@ struct {
 	__type(value, struct at_hist);
 } ahead_phist SEC(".maps");
 
+/*
+ * AT_MAX_FILES as compiled (bpftool); aheadtrace prefetch makes it
+ * AT_FILES_PER_CPU per possible CPU when that is more: the LRU keeps free
+ * entries on per-CPU lists, and evicts before the map is full when each
+ * CPU's list holds a share of few entries.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, AT_MAX_FILES);
@@ -73,12 +79,13 @@ struct {
 } ahead_events SEC(".maps");
 
 /*
- * Events lost because the ring buffer was full: one counter per CPU, which
+ * What was not recorded (enum at_lost): events lost because the ring buffer
+ * was full, counts dropped because a map was.  One counter per CPU, which
  * the loader sums over libbpf_num_possible_cpus(), however many.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, AT_NR_LOST);
 	__type(key, __u32);
 	__type(value, __u64);
 } ahead_lost SEC(".maps");
@@ -101,6 +108,15 @@ static __always_inline struct at_config *at_cfg(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&ahead_config, &zero);
+}
+
+/* One more of @what (enum at_lost) on this CPU. */
+static __always_inline void count_lost(__u32 what)
+{
+	__u64 *n = bpf_map_lookup_elem(&ahead_lost, &what);
+
+	if (n)
+		*n += 1;
 }
 
 /* The process filters: -p (tgid) and --cgroup, for the log and the histograms. */
@@ -147,11 +163,7 @@ event_start(const struct at_config *c, __u64 latency_ns, bool has_latency)
 		return NULL;
 	e = bpf_ringbuf_reserve(&ahead_events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *lost = bpf_map_lookup_elem(&ahead_lost, &zero);
-
-		if (lost)
-			*lost += 1;
+		count_lost(AT_LOST_RING);
 		return NULL;
 	}
 	/* The path is read only as far as depth says. */
@@ -280,6 +292,10 @@ static __always_inline struct at_file_stats *file_stats(__u32 dev, __u64 ino)
 		zero.born_ns = bpf_ktime_get_ns();
 		bpf_map_update_elem(&ahead_files, &key, &zero, BPF_NOEXIST);
 	}
+	/*
+	 * The LRU evicts to make room, so this is never a full map (the
+	 * mount's totals in ahead_mounts still count the operation).
+	 */
 	return bpf_map_lookup_elem(&ahead_files, &key);
 }
 
@@ -296,7 +312,11 @@ static __always_inline struct at_mount_stats *mount_stats(__u32 dev)
 		__builtin_memset(&zero, 0, sizeof(zero));
 		bpf_map_update_elem(&ahead_mounts, &dev, &zero, BPF_NOEXIST);
 	}
-	return bpf_map_lookup_elem(&ahead_mounts, &dev);
+	/* NULL: AT_MAX_MOUNTS mounts have their entry, this one is not counted. */
+	ms = bpf_map_lookup_elem(&ahead_mounts, &dev);
+	if (!ms)
+		count_lost(AT_LOST_FULL);
+	return ms;
 }
 
 SEC("raw_tp/aheadfs_read")
@@ -423,7 +443,12 @@ int at_copy(struct bpf_raw_tracepoint_args *ctx)
 	struct at_event *e;
 	__u32 dev = a->dev;
 
-	if (!c || !wanted(c, dev, AT_OP_copy))
+	if (!c || (c->dev && c->dev != dev))
+		return 0;
+	/* -o copy, -o remap: a clone is either (at_copy_ops()). */
+	if (c->ops_mask && !(c->ops_mask & at_copy_ops(a->method)))
+		return 0;
+	if (!task_wanted(c))
 		return 0;
 	e = event_start(c, a->latency_ns, true);
 	if (!e)
@@ -469,11 +494,13 @@ int at_meta(struct bpf_raw_tracepoint_args *ctx)
 		if (c->flags & AT_CFG_HIST_PID)
 			k.pid = bpf_get_current_pid_tgid() >> 32;
 		bpf_get_current_comm(k.comm, sizeof(k.comm));
-		at_hist_add_key_in(&ahead_phist, &k, a->latency_ns,
-				   in_unit(c, a->latency_ns));
+		if (!at_hist_add_key_in(&ahead_phist, &k, a->latency_ns,
+					in_unit(c, a->latency_ns)))
+			count_lost(AT_LOST_FULL);
 	} else if (!(c->flags & (AT_CFG_NO_HIST | AT_CFG_HIST_OPS))) {
-		at_hist_add_in(&ahead_hist, dev, op, a->latency_ns,
-			       in_unit(c, a->latency_ns));
+		if (!at_hist_add_in(&ahead_hist, dev, op, a->latency_ns,
+				    in_unit(c, a->latency_ns)))
+			count_lost(AT_LOST_FULL);
 	}
 	/* Reads and copies are logged from their own, richer tracepoints. */
 	if ((c->flags & AT_CFG_NO_OPLOG) || op == AT_OP_read ||

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <math.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -85,6 +86,12 @@ static struct env {
 } env = { .cgroup_fd = -1 };
 
 static volatile sig_atomic_t exiting;
+/*
+ * The first error writing stdout (EPIPE: the reader went away, as under
+ * "| head"); it ends the run as Ctrl-C does, and the final writes of
+ * --prom and --svg still happen.
+ */
+static int out_errno;
 static struct timespec t_start;
 static __u64 mono_start_ns;		/* t_start in ns: bpf_ktime_get_ns()'s clock */
 static __s64 real_minus_mono_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC */
@@ -388,18 +395,19 @@ static const char *opt_name(int opt)
 }
 
 /*
- * A new file beside --prom FILE for the next write, renamed over FILE once
- * complete: mkstemp(3), so a symlink or file planted at a fixed name is
- * never followed or truncated.  Mode 0644, as node_exporter reads it.
- * The name (malloc'd) and *fd, or NULL with errno set.
+ * A new file beside @path (--prom FILE, --svg FILE) for the next write,
+ * renamed over @path once complete: mkstemp(3), so a symlink or file
+ * planted at a fixed name is never followed or truncated, and a symlink at
+ * @path itself is replaced, not followed.  Mode 0644, as node_exporter
+ * reads it.  The name (malloc'd) and *fd, or NULL with errno set.
  */
-static char *prom_tmpfile(int *fd)
+static char *tmpfile_beside(const char *path, int *fd)
 {
-	const char *slash = strrchr(env.prom, '/');
+	const char *slash = strrchr(path, '/');
 	char *tmp;
 
-	if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - env.prom + 1) : 0,
-		     env.prom, slash ? slash + 1 : env.prom) < 0)
+	if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0,
+		     path, slash ? slash + 1 : path) < 0)
 		return NULL;
 	*fd = mkstemp(tmp);
 	if (*fd < 0 || fchmod(*fd, 0644)) {
@@ -414,6 +422,39 @@ static char *prom_tmpfile(int *fd)
 		return NULL;
 	}
 	return tmp;
+}
+
+/*
+ * --prom FILE, --svg FILE: a file can be made beside @path and renamed
+ * over it (not a directory), or exit 2.
+ */
+static void check_writable(const char *opt, const char *path)
+{
+	struct stat st;
+	char *tmp;
+	int fd;
+
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+		die_usage("%s '%s': %s", opt, path, strerror(EISDIR));
+	tmp = tmpfile_beside(path, &fd);
+	if (!tmp)
+		die_usage("%s '%s': %s", opt, path, strerror(errno));
+	close(fd);
+	unlink(tmp);
+	free(tmp);
+}
+
+/*
+ * ahead_files' size for prefetch: AT_MAX_FILES, or AT_FILES_PER_CPU per
+ * possible CPU when that is more.  The LRU keeps free entries on per-CPU
+ * lists (up to 128 each): with a share of few entries per CPU it evicts
+ * long before it is full.
+ */
+static long files_max(int ncpu)
+{
+	long n = (long)(ncpu > 0 ? ncpu : 1) * AT_FILES_PER_CPU;
+
+	return n > AT_MAX_FILES ? n : AT_MAX_FILES;
 }
 
 static void parse_args(int argc, char **argv)
@@ -559,7 +600,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case OPT_TOP_FILES:
 			env.top_files = parse_num("--top-files", optarg, 1,
-						  AT_MAX_FILES);
+						  files_max(libbpf_num_possible_cpus()));
 			break;
 		case 'v':
 			env.verbose = true;
@@ -598,8 +639,10 @@ static void parse_args(int argc, char **argv)
 			env.ops_mask = 1ULL << AT_OP_read;
 		if (env.ops_mask & (env.ops_mask - 1))
 			die_usage("heatmap draws one operation (-o read, for example)");
+		/* Its interval is 1 s unless given: -c COUNT alone is fine. */
 		if (!have_interval)
 			env.interval = 1;
+		have_interval = true;
 	}
 	if (env.top_files && !env.prom)
 		die_usage("--top-files needs --prom (it selects Prometheus series)");
@@ -634,26 +677,11 @@ static void parse_args(int argc, char **argv)
 			die_usage("--cgroup '%s': not a cgroup v2 directory (/sys/fs/cgroup/...)",
 				  env.cgroup);
 	}
-	if (env.svg) {
-		bool existed = !access(env.svg, F_OK);
-		FILE *f = fopen(env.svg, "a");
-
-		if (!f)
-			die_usage("--svg '%s': %s", env.svg, strerror(errno));
-		fclose(f);
-		if (!existed)
-			unlink(env.svg);
-	}
-	if (env.prom) {
-		int fd;
-		char *tmp = prom_tmpfile(&fd);
-
-		if (!tmp)
-			die_usage("--prom '%s': %s", env.prom, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-	}
+	/* Neither file is opened here: nothing is made or followed at FILE. */
+	if (env.svg)
+		check_writable("--svg", env.svg);
+	if (env.prom)
+		check_writable("--prom", env.prom);
 }
 
 /* Root, or the capabilities BPF tracing needs. */
@@ -684,7 +712,7 @@ static void check_btf(void)
 	if (!path)
 		path = "/sys/kernel/btf/vmlinux";
 	if (access(path, R_OK))
-		die("this kernel has no BTF (%s: %s); the vfs programs need CONFIG_DEBUG_INFO_BTF=y",
+		die("this kernel has no BTF (%s: %s); aheadtrace's programs need CONFIG_DEBUG_INFO_BTF=y",
 		    path, strerror(errno));
 }
 
@@ -723,10 +751,124 @@ static double elapsed(void)
 	       (now.tv_nsec - t_start.tv_nsec) / 1e9;
 }
 
+/*
+ * stdout's buffer written out.  A failure stops the run (out_errno): with
+ * SIGPIPE ignored, a closed pipe is EPIPE here, not the end of the process,
+ * so what is left to do at exit is still done.
+ */
+static void out_sync(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO };
+
+	errno = 0;
+	if (fflush(stdout) != EOF && !ferror(stdout))
+		return;
+	/*
+	 * An earlier implicit flush may have failed and emptied the buffer:
+	 * a pipe whose reader is gone still says so (POLLERR).
+	 */
+	if (!out_errno)
+		out_errno = errno ? errno :
+			    poll(&p, 1, 0) == 1 && (p.revents & POLLERR) ?
+			    EPIPE : EIO;
+	exiting = 1;
+}
+
+/* main()'s exit status for the output: 0 for a reader that went away. */
+static int out_status(void)
+{
+	if (!out_errno || out_errno == EPIPE)
+		return 0;
+	fprintf(stderr, "aheadtrace: cannot write the output: %s\n",
+		strerror(out_errno));
+	return 1;
+}
+
 /* aheadctl's string writer: UTF-8 as it is, the rest escaped. */
 static void json_str(FILE *f, const char *s, size_t max)
 {
 	jsonstr_write(f, s, max);
+}
+
+/* ---- what the programs could not record ---- */
+
+/* ahead_lost[@what] summed over every possible CPU, however many there are. */
+static __u64 lost_count(int fd, int ncpu, __u32 what)
+{
+	__u64 *v, sum = 0;
+	int i;
+
+	if (ncpu <= 0)
+		die("cannot count the CPUs: %s", strerror(-ncpu));
+	/* A per-CPU value is 8-byte aligned per CPU: a __u64 is exactly that. */
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		die("out of memory");
+	if (bpf_map_lookup_elem(fd, &what, v))
+		die("cannot read the lost-event counts: %s", strerror(errno));
+	for (i = 0; i < ncpu; i++)
+		sum += v[i];
+	free(v);
+	return sum;
+}
+
+/*
+ * Operations a full map had no room for (ahead_lost[AT_LOST_FULL]): hist,
+ * heatmap and prefetch read it with each print, say on stderr what was
+ * dropped since the last word, and the total at exit; --prom exports it
+ * once there is any.  lost_fd is -1 where nothing is read (vfs).
+ */
+static int lost_fd = -1, lost_ncpu;
+static __u64 dropped, dropped_said;
+
+static void dropped_read(void)
+{
+	if (lost_fd >= 0)
+		dropped = lost_count(lost_fd, lost_ncpu, AT_LOST_FULL);
+}
+
+/* The map that fills under the options given, and its size. */
+static const char *full_map(void)
+{
+	static char text[64];
+
+	if (env.verb == V_PREFETCH)
+		snprintf(text, sizeof(text), "ahead_mounts full: %d mounts",
+			 AT_MAX_MOUNTS);
+	else if (env.per_pid || env.per_comm)
+		snprintf(text, sizeof(text), "ahead_phist full: %d entries",
+			 AT_MAX_PHISTS);
+	else
+		snprintf(text, sizeof(text), "ahead_hist full: %d entries",
+			 AT_MAX_HISTS);
+	return text;
+}
+
+static void drop_report(__u64 total, bool final)
+{
+	if (final) {
+		if (total)
+			fprintf(stderr, "aheadtrace: %llu operations not counted (%s)\n",
+				(unsigned long long)total, full_map());
+		return;
+	}
+	if (total <= dropped_said)
+		return;
+	out_sync();
+	fprintf(stderr, "aheadtrace: %llu operations not counted (%s; %llu in all)\n",
+		(unsigned long long)(total - dropped_said), full_map(),
+		(unsigned long long)total);
+	dropped_said = total;
+}
+
+static void prom_write_dropped(FILE *f)
+{
+	/* Only once there are some: a run that drops nothing keeps its series. */
+	if (!dropped)
+		return;
+	fprintf(f, "# HELP aheadfs_trace_dropped_total Operations aheadtrace did not count: a map was full.\n");
+	fprintf(f, "# TYPE aheadfs_trace_dropped_total counter\n");
+	fprintf(f, "aheadfs_trace_dropped_total %llu\n", (unsigned long long)dropped);
 }
 
 /* ---- histograms: hist and vfs ---- */
@@ -831,11 +973,21 @@ static int hist_read(int fd, bool per)
 	return 0;
 }
 
+/*
+ * An operation's name; "op_<n>" for a number this build does not know (a
+ * newer module's), one per number, so that no two become one series.  The
+ * text is good until the next call: one call per statement.
+ */
 static const char *op_name(__u32 op, bool vfs)
 {
-	if (vfs)
-		return op < AT_NR_VFS_OPS ? vfs_names[op] : "?";
-	return op < AT_NR_META_OPS ? meta_names[op] : "?";
+	static char unknown[16];
+
+	if (vfs && op < AT_NR_VFS_OPS)
+		return vfs_names[op];
+	if (!vfs && op < AT_NR_META_OPS)
+		return meta_names[op];
+	snprintf(unknown, sizeof(unknown), "op_%u", op);
+	return unknown;
 }
 
 /* A comm for text output: no control characters, never empty. */
@@ -967,7 +1119,7 @@ static void hist_print(bool vfs)
 	}
 	if (!env.json)
 		putchar('\n');
-	fflush(stdout);
+	out_sync();
 	for (i = 0; i < nhists; i++)
 		hists[i].prev = hists[i].cur;
 }
@@ -985,24 +1137,34 @@ static void prom_write_hists(FILE *f, bool vfs)
 	fprintf(f, "# TYPE %s histogram\n", m);
 	for (i = 0; i < nhists; i++) {
 		struct hist_entry *h = &hists[i];
-		__u64 cum = 0;
+		__u64 cum = 0, total;
 
 		fmt_dev(h->key.dev, dev, sizeof(dev));
-		for (s = 0; s < AT_HIST_SLOTS; s++) {
+		/*
+		 * The last slot also counts everything beyond it (the
+		 * programs clamp): it has no upper bound, so only +Inf holds
+		 * it.
+		 */
+		for (s = 0; s < AT_HIST_SLOTS - 1; s++) {
 			cum += h->cur.slots[s];
 			fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"%.9g\"} %llu\n",
 				m, dev, lbl, op_name(h->key.op, vfs),
 				(double)(2ULL << s) * hist_unit() * 1e-9,
 				(unsigned long long)cum);
 		}
+		cum += h->cur.slots[AT_HIST_SLOTS - 1];
+		/*
+		 * count and the slots are separate adds, read while they
+		 * happen: +Inf and _count are never below a bucket.
+		 */
+		total = h->cur.count > cum ? h->cur.count : cum;
 		fprintf(f, "%s_bucket{dev=\"%s\",%s=\"%s\",le=\"+Inf\"} %llu\n",
 			m, dev, lbl, op_name(h->key.op, vfs),
-			(unsigned long long)h->cur.count);
+			(unsigned long long)total);
 		fprintf(f, "%s_sum{dev=\"%s\",%s=\"%s\"} %.9f\n", m, dev, lbl,
 			op_name(h->key.op, vfs), h->cur.sum_ns * 1e-9);
 		fprintf(f, "%s_count{dev=\"%s\",%s=\"%s\"} %llu\n", m, dev, lbl,
-			op_name(h->key.op, vfs),
-			(unsigned long long)h->cur.count);
+			op_name(h->key.op, vfs), (unsigned long long)total);
 	}
 }
 
@@ -1013,16 +1175,52 @@ struct file_entry {
 	struct at_file_stats st;
 };
 
-static struct file_entry files[AT_MAX_FILES];
+/* ahead_files as last read: files_cap entries, its max_entries (files_alloc()). */
+static struct file_entry *files;
+static long files_cap;
 static int nfiles;
 
-static int file_cmp(const void *a, const void *b)
+static int file_key_cmp(const struct file_entry *x, const struct file_entry *y)
 {
-	const struct file_entry *x = a, *y = b;
-
 	if (x->key.dev != y->key.dev)
 		return x->key.dev < y->key.dev ? -1 : 1;
 	return x->key.ino < y->key.ino ? -1 : x->key.ino > y->key.ino;
+}
+
+/* By device and inode; a file read twice, its newest and largest copy last. */
+static int file_cmp(const void *a, const void *b)
+{
+	const struct file_entry *x = a, *y = b;
+	int c = file_key_cmp(x, y);
+
+	if (c)
+		return c;
+	if (x->st.born_ns != y->st.born_ns)
+		return x->st.born_ns < y->st.born_ns ? -1 : 1;
+	if (x->st.read_reqs != y->st.read_reqs)
+		return x->st.read_reqs < y->st.read_reqs ? -1 : 1;
+	return x->st.prefetch_chunks < y->st.prefetch_chunks ? -1 :
+	       x->st.prefetch_chunks > y->st.prefetch_chunks;
+}
+
+/*
+ * files[] in order, one entry per file.  An LRU map walked while it evicts
+ * gives some keys twice (bpf_map_get_next_key() after a key just evicted
+ * starts over from the first), and a file twice would be two lines, and
+ * two Prometheus series of one name and labels.  Of its copies the newest
+ * entry (born_ns) with the most counted is kept: the counters only grow.
+ */
+static void files_sort(void)
+{
+	int i, w = 0;
+
+	qsort(files, nfiles, sizeof(files[0]), file_cmp);
+	for (i = 0; i < nfiles; i++) {
+		if (w && !file_key_cmp(&files[w - 1], &files[i]))
+			w--;
+		files[w++] = files[i];
+	}
+	nfiles = w;
 }
 
 static void files_read(int fd)
@@ -1030,14 +1228,14 @@ static void files_read(int fd)
 	struct at_file_key key, next, *prev = NULL;
 
 	nfiles = 0;
-	while (nfiles < AT_MAX_FILES && !bpf_map_get_next_key(fd, prev, &next)) {
+	while (nfiles < files_cap && !bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &files[nfiles].st))
 			continue;
 		files[nfiles++].key = key;
 	}
-	qsort(files, nfiles, sizeof(files[0]), file_cmp);
+	files_sort();
 }
 
 static void files_print(void)
@@ -1081,16 +1279,15 @@ static void files_print(void)
 	}
 	if (!env.json)
 		putchar('\n');
-	fflush(stdout);
+	out_sync();
 }
 
 /*
  * --top-files: per-file counters that never go backwards.  The LRU may evict
  * a file's entry and make a new one (another born_ns) that starts from
  * zero; what the old one had counted is kept here.  A file that left the
- * map is remembered while there is room (twice the map's size).
+ * map is remembered while there is room (facc_max: twice the map's size).
  */
-#define FACC_MAX	(2 * AT_MAX_FILES)
 #define FACC_NR		4
 
 static const struct {
@@ -1115,8 +1312,21 @@ struct file_acc {
 	bool live;		/* in the map at the last read */
 };
 
-static struct file_acc facc[FACC_MAX];
+static struct file_acc *facc, **facc_top;
+static long facc_max;
 static int nfacc;
+
+/* The buffers for an ahead_files of @cap entries. */
+static void files_alloc(long cap)
+{
+	files_cap = cap;
+	facc_max = 2 * cap;
+	files = calloc(cap, sizeof(*files));
+	facc = calloc(facc_max, sizeof(*facc));
+	facc_top = calloc(facc_max, sizeof(*facc_top));
+	if (!files || !facc || !facc_top)
+		die("out of memory");
+}
 
 static int facc_cmp(const void *a, const void *b)
 {
@@ -1145,14 +1355,14 @@ static void facc_update(void)
 
 		a = bsearch(&probe, facc, n0, sizeof(facc[0]), facc_cmp);
 		if (!a) {
-			if (nfacc == FACC_MAX) {
+			if (nfacc == facc_max) {
 				/* Forget files no longer in the map first. */
 				for (j = w = 0; j < nfacc; j++)
 					if (facc[j].live || j >= n0)
 						facc[w++] = facc[j];
 				n0 -= nfacc - w;
 				nfacc = w;
-				if (nfacc == FACC_MAX)
+				if (nfacc == facc_max)
 					continue;
 			}
 			a = &facc[nfacc++];
@@ -1251,7 +1461,7 @@ static void prom_write_mounts(FILE *f)
 
 static void prom_write_files(FILE *f)
 {
-	static struct file_acc *top[FACC_MAX];
+	struct file_acc **top = facc_top;
 	char dev[32];
 	int i, j, n;
 
@@ -1285,7 +1495,7 @@ static void prom_write(void)
 
 	if (!env.prom)
 		return;
-	tmp = prom_tmpfile(&fd);
+	tmp = tmpfile_beside(env.prom, &fd);
 	f = tmp ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		fprintf(stderr, "aheadtrace: --prom %s: %s\n", env.prom, strerror(errno));
@@ -1300,6 +1510,7 @@ static void prom_write(void)
 		prom_write_files(f);
 	else
 		prom_write_hists(f, env.verb == V_VFS);
+	prom_write_dropped(f);
 	/* node_exporter must never see a half-written file. */
 	if (fclose(f) || rename(tmp, env.prom)) {
 		fprintf(stderr, "aheadtrace: %s: %s\n", env.prom, strerror(errno));
@@ -1366,13 +1577,17 @@ static void out_flush(void)
 {
 	size_t off = 0;
 
-	while (off < out_len) {
+	/* After a failed write, what comes is dropped: the run is ending. */
+	while (off < out_len && !out_errno) {
 		ssize_t n = write(STDOUT_FILENO, out_buf + off, out_len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			die("cannot write the log: %s", n ? strerror(errno) : "short write");
+		if (n <= 0) {
+			out_errno = n ? errno : EIO;
+			exiting = 1;
+			break;
+		}
 		off += n;
 	}
 	out_len = 0;
@@ -1473,6 +1688,16 @@ static void csv_line(const struct at_event *e, const char *op, const char *dev,
 		fputs(",,,\n", stdout);
 }
 
+/*
+ * A copy record's operation for -j: "remap" for a dedupe (FIDEDUPERANGE),
+ * else "copy"; a clone may be either (at_copy_ops()) and stays "copy",
+ * its method says "clone".
+ */
+static const char *copy_op(const struct at_event *e)
+{
+	return at_copy_ops(e->op) == 1ULL << AT_OP_remap ? "remap" : "copy";
+}
+
 static const char *op_of(const struct at_event *e)
 {
 	switch (e->kind) {
@@ -1501,7 +1726,7 @@ static void oplog_header(void)
 		       "LAT(ms)", "RET", env.paths ? "PATH" : "FILENAME");
 	}
 	/* The lines go through out_buf, after this. */
-	fflush(stdout);
+	out_sync();
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -1531,15 +1756,19 @@ static int on_event(void *ctx, void *data, size_t size)
 	event_name(e, name, sizeof(name));
 	op = op_of(e);
 	if (env.json) {
-		printf("{\"type\":\"op\",\"ts_ns\":%llu,\"time\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		printf("{\"type\":\"op\",\"ts_ns\":%llu,\"time\":%.6f,",
 		       (unsigned long long)e->ts_ns,
-		       ((__s64)(e->ts_ns - mono_start_ns)) / 1e9, e->pid, e->tid);
+		       ((__s64)(e->ts_ns - mono_start_ns)) / 1e9);
+		/* -T: the TIME column's wall-clock time, as text and CSV have it. */
+		if (env.timestamp)
+			printf("\"timestamp\":\"%s\",", clock_of(e));
+		printf("\"pid\":%u,\"tid\":%u,\"comm\":", e->pid, e->tid);
 		json_str(stdout, e->comm, sizeof(e->comm));
 		printf(",\"kind\":\"%s\",\"op\":\"%s\",\"dev\":\"%s\",\"ino\":%llu,\"name\":",
 		       e->kind == AT_KIND_READ ? "read" :
 		       e->kind == AT_KIND_PREFETCH ? "prefetch" :
 		       e->kind == AT_KIND_COPY ? "copy" : "meta",
-		       e->kind == AT_KIND_COPY ? "copy" : op, dev,
+		       e->kind == AT_KIND_COPY ? copy_op(e) : op, dev,
 		       (unsigned long long)e->ino);
 		if (e->depth)
 			json_str(stdout, e->path, AT_NAME_MAX);
@@ -1638,6 +1867,7 @@ static int periodic(int fd, bool files_mode, bool vfs, bool per)
 	for (;;) {
 		bool more = wait_interval();
 
+		dropped_read();
 		if (files_mode) {
 			files_read(fd);
 			if (env.top_files)
@@ -1648,11 +1878,13 @@ static int periodic(int fd, bool files_mode, bool vfs, bool per)
 			hist_print(vfs);
 		}
 		prom_write();
-		if (!more || !env.interval)
+		if (!more || !env.interval || out_errno)
 			break;
 		if (env.count && ++n >= env.count)
 			break;
+		drop_report(dropped, false);
 	}
+	drop_report(dropped, true);
 	return 0;
 }
 
@@ -1742,7 +1974,7 @@ static void heat_header(void)
 	for (i = HEAT_LO; i < HEAT_HI; i++)
 		putchar(i % 10 ? '.' : '|');
 	printf("| %s latency, log2 buckets\n", heat_op());
-	fflush(stdout);
+	out_sync();
 }
 
 static void heat_print(const struct heat_col *c)
@@ -1758,7 +1990,7 @@ static void heat_print(const struct heat_col *c)
 			printf("%s%llu", s ? "," : "",
 			       (unsigned long long)c->slots[s]);
 		printf("]}\n");
-		fflush(stdout);
+		out_sync();
 		return;
 	}
 	/* Slots outside the rows' range join the first or the last. */
@@ -1784,7 +2016,7 @@ static void heat_print(const struct heat_col *c)
 		fputs(shade[row[i] ? (int)((row[i] * 4 + max - 1) / max) : 0],
 		      stdout);
 	printf("|\n");
-	fflush(stdout);
+	out_sync();
 }
 
 static void xml_str(FILE *f, const char *s)
@@ -1831,9 +2063,10 @@ static void heat_svg(void)
 {
 	const int cw = 14, ch = 14, left = 64, top = 36, bottom = 40;
 	int lo = AT_HIST_SLOTS, hi = -1, i, s, w, h, step;
-	char col[16], lbl[16];
+	char col[16], lbl[16], *tmp;
 	__u64 max = 0;
 	FILE *f;
+	int fd;
 
 	for (i = 0; i < nheat; i++)
 		for (s = 0; s < AT_HIST_SLOTS; s++)
@@ -1854,9 +2087,19 @@ static void heat_svg(void)
 	if (w < left + 7 * (int)(40 + (env.mnt ? strlen(env.mnt) : 0)))
 		w = left + 7 * (int)(40 + (env.mnt ? strlen(env.mnt) : 0));
 	h = top + (hi - lo + 1) * ch + bottom;
-	f = fopen(env.svg, "w");
-	if (!f)
-		die("--svg %s: %s", env.svg, strerror(errno));
+	/* A new file renamed over FILE, as --prom's: no symlink followed. */
+	tmp = tmpfile_beside(env.svg, &fd);
+	f = tmp ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		int e = errno;
+
+		if (tmp) {
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+		}
+		die("--svg %s: %s", env.svg, strerror(e));
+	}
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
@@ -1907,8 +2150,14 @@ static void heat_svg(void)
 			(unsigned long long)v);
 	}
 	fprintf(f, "</svg>\n");
-	if (fclose(f))
-		die("--svg %s: %s", env.svg, strerror(errno));
+	if (fclose(f) || rename(tmp, env.svg)) {
+		int e = errno;
+
+		unlink(tmp);
+		free(tmp);
+		die("--svg %s: %s", env.svg, strerror(e));
+	}
+	free(tmp);
 }
 
 static void heatmap(int fd)
@@ -1930,6 +2179,7 @@ static void heatmap(int fd)
 		}
 		c = &heat[nheat++];
 		memset(c, 0, sizeof(*c));
+		dropped_read();
 		heat_read(fd, cur);
 		for (s = 0; s < AT_HIST_SLOTS; s++) {
 			c->slots[s] = cur[s] - prev[s];
@@ -1938,11 +2188,13 @@ static void heatmap(int fd)
 		}
 		c->time = elapsed();
 		heat_print(c);
-		if (!more)
+		if (!more || out_errno)
 			break;
 		if (env.count && ++n >= env.count)
 			break;
+		drop_report(dropped, false);
 	}
+	drop_report(dropped, true);
 	if (env.svg)
 		heat_svg();
 	free(heat);
@@ -1967,37 +2219,21 @@ static void lost_report(__u64 total, bool final)
 		return;
 	/* After the lines before the loss, not among them. */
 	out_flush();
-	fflush(stdout);
+	out_sync();
 	fprintf(stderr, "aheadtrace: lost %llu events (ring buffer full; %llu in all): a larger -b, or fewer operations (-o, -p, -m)\n",
 		(unsigned long long)(total - lost_said), (unsigned long long)total);
 	lost_said = total;
 }
 
-/* oplog -d: the run is over at @t seconds since the start. */
+/*
+ * oplog -d: the run is over at @t seconds since the programs were attached
+ * (attached_at), not since aheadtrace started: loading takes a while.
+ */
+static double attached_at;
+
 static bool past_duration(double t)
 {
 	return env.duration && t >= env.duration;
-}
-
-/* ahead_lost summed over every possible CPU, however many there are. */
-static __u64 lost_events(int fd, int ncpu)
-{
-	__u64 *v, sum = 0;
-	__u32 zero = 0;
-	int i;
-
-	if (ncpu <= 0)
-		die("cannot count the CPUs: %s", strerror(-ncpu));
-	/* A per-CPU value is 8-byte aligned per CPU: a __u64 is exactly that. */
-	v = calloc(ncpu, sizeof(*v));
-	if (!v)
-		die("out of memory");
-	if (bpf_map_lookup_elem(fd, &zero, v))
-		die("cannot read the lost-event counts: %s", strerror(errno));
-	for (i = 0; i < ncpu; i++)
-		sum += v[i];
-	free(v);
-	return sum;
 }
 
 /* What the options ask of the programs: ahead_config's one entry. */
@@ -2036,11 +2272,14 @@ static struct at_config make_config(void)
 static int run_aheadfs(void)
 {
 	struct at_config cfg = make_config();
+	int ncpu = libbpf_num_possible_cpus();
 	struct aheadfs_bpf *skel;
 	struct ring_buffer *rb = NULL;
 	__u32 zero = 0;
 	int err;
 
+	if (ncpu <= 0)
+		die("cannot count the CPUs: %s", strerror(-ncpu));
 	skel = aheadfs_bpf__open();
 	if (!skel)
 		load_error(-errno, "the aheadfs programs");
@@ -2059,6 +2298,10 @@ static int run_aheadfs(void)
 		bpf_program__set_autoload(skel->progs.at_copy, false);
 		bpf_program__set_autoload(skel->progs.at_meta, false);
 		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
+		/* The only verb that fills it: room for every CPU's free list. */
+		files_alloc(files_max(ncpu));
+		if (bpf_map__set_max_entries(skel->maps.ahead_files, files_cap))
+			die("cannot size the per-file map: %s", strerror(errno));
 		break;
 	default:
 		bpf_program__set_autoload(skel->progs.at_meta_ops, false);
@@ -2089,6 +2332,11 @@ static int run_aheadfs(void)
 	attach(skel->progs.at_copy);
 	attach(skel->progs.at_meta);
 	attach(skel->progs.at_meta_ops);
+	attached_at = elapsed();
+	if (env.verb != V_OPLOG) {
+		lost_fd = bpf_map__fd(skel->maps.ahead_lost);
+		lost_ncpu = ncpu;
+	}
 
 	switch (env.verb) {
 	case V_HIST:
@@ -2114,8 +2362,7 @@ static int run_aheadfs(void)
 			 false);
 		break;
 	default: {
-		int ncpu = libbpf_num_possible_cpus();
-		int lost_fd = bpf_map__fd(skel->maps.ahead_lost);
+		int ring_lost_fd = bpf_map__fd(skel->maps.ahead_lost);
 		double lost_at = 1;
 
 		rb = ring_buffer__new(bpf_map__fd(skel->maps.ahead_events),
@@ -2128,7 +2375,7 @@ static int run_aheadfs(void)
 				env.duration);
 		else
 			announce("aheadfs operations");
-		while (!exiting && !past_duration(elapsed())) {
+		while (!exiting && !past_duration(elapsed() - attached_at)) {
 			err = ring_buffer__poll(rb, AT_POLL_MS);
 			if (err < 0 && err != -EINTR)
 				die("ring buffer: %s", strerror(-err));
@@ -2141,9 +2388,10 @@ static int run_aheadfs(void)
 			if (err < 0)
 				die("ring buffer: %s", strerror(-err));
 			out_flush();
-			fflush(stdout);
+			out_sync();
 			if (elapsed() >= lost_at) {
-				lost_report(lost_events(lost_fd, ncpu), false);
+				lost_report(lost_count(ring_lost_fd, ncpu,
+						       AT_LOST_RING), false);
 				lost_at = elapsed() + 1;
 			}
 		}
@@ -2151,8 +2399,9 @@ static int run_aheadfs(void)
 		detach_all();
 		ring_buffer__consume(rb);
 		out_flush();
-		fflush(stdout);
-		lost_report(lost_events(lost_fd, ncpu), true);
+		out_sync();
+		lost_report(lost_count(ring_lost_fd, ncpu, AT_LOST_RING),
+			    true);
 		fprintf(stderr, "%llu events\n", (unsigned long long)events);
 		ring_buffer__free(rb);
 	}
@@ -2325,19 +2574,31 @@ static int run_vfs(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/*
+ * Ctrl-C and SIGTERM end the run with its final print; a closed stdout
+ * (SIGPIPE ignored: EPIPE, see out_sync()) ends it the same way.
+ */
+static void setup_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	parse_args(argc, argv);
-	check_privilege();
-	if (env.verb == V_VFS)
-		check_btf();
-	else
-		check_module();
-	libbpf_set_print(libbpf_print);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	parse_args(argc, argv);
+	check_privilege();
+	if (env.verb != V_VFS)
+		check_module();
+	/* Every program set reads kernel structures through CO-RE. */
+	check_btf();
+	libbpf_set_print(libbpf_print);
+	setup_signals();
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
 	{
 		struct timespec rt;
@@ -2348,5 +2609,6 @@ int main(int argc, char **argv)
 				     (__s64)mono_start_ns;
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	return env.verb == V_VFS ? run_vfs() : run_aheadfs();
+	rc = env.verb == V_VFS ? run_vfs() : run_aheadfs();
+	return rc ? rc : out_status();
 }

@@ -10,7 +10,8 @@
 
 #define AT_HIST_SLOTS	40	/* log2(ns): slot i counts [2^i, 2^(i+1)) ns */
 #define AT_COMM_LEN	16
-#define AT_MAX_FILES	10240	/* prefetch statistics kept for this many files */
+#define AT_MAX_FILES	10240	/* prefetch statistics kept for this many files, */
+#define AT_FILES_PER_CPU 256	/* or this many per possible CPU (aheadtrace) */
 #define AT_MAX_DEVS	16	/* vfs program set: devices traced at once */
 #define AT_MAX_MOUNTS	256	/* ahead_mounts: aheadfs mounts counted */
 #define AT_RINGBUF_SZ	(1 << 22)
@@ -18,6 +19,19 @@
 #define AT_PATH_LEN	1024	/* at_event.path: names, leaf first, NUL-separated */
 #define AT_PATH_DEPTH	16	/* oplog -P: directories walked up at most */
 #define AT_MAX_PHISTS	8192	/* hist -P/-C: (device, op, process) entries */
+#define AT_MAX_HISTS	4096	/* ahead_hist, vfs_hist: (device, op) entries */
+
+/*
+ * ahead_lost (per-CPU array): what the programs could not record.  The ring
+ * buffer's lost records, and the operations a full map had no room for: a
+ * new key of ahead_hist or ahead_phist, a mount beyond ahead_mounts' size.
+ * (ahead_files is an LRU: it evicts instead.)
+ */
+enum at_lost {
+	AT_LOST_RING,
+	AT_LOST_FULL,
+	AT_NR_LOST
+};
 
 /* kmod/aheadfs.h enum aheadfs_meta_op: the values are ABI. */
 #define AT_META_OPS(X)	\
@@ -42,6 +56,22 @@ enum at_copy_method {
 	AT_COPY_CHUNKED,
 	AT_COPY_DEDUPE,
 };
+
+/*
+ * The operations (bits of at_config.ops_mask) an aheadfs_copy event may be.
+ * kmod/copy.c fires it for copy_file_range (served by the lower's copy, in
+ * chunks, or by a reflink: clone) and for remap_file_range (FIDEDUPERANGE:
+ * dedupe; FICLONE and FICLONERANGE: clone too).  A clone does not say which
+ * it was, nor does a method this build does not know: both ops.
+ */
+static inline __u64 at_copy_ops(__u64 method)
+{
+	if (method == AT_COPY_LOWER || method == AT_COPY_CHUNKED)
+		return 1ULL << AT_OP_copy;
+	if (method == AT_COPY_DEDUPE)
+		return 1ULL << AT_OP_remap;
+	return (1ULL << AT_OP_copy) | (1ULL << AT_OP_remap);
+}
 
 /*
  * The VFS program set (vfs.bpf.c) numbers the functions it traces.  The

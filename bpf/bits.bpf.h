@@ -45,8 +45,12 @@ static __always_inline void at_hist_count(struct at_hist *h, __u64 ns)
 	at_hist_count_in(h, ns, ns);
 }
 
-/* The same in the histogram at @key of a hash, made on first use. */
-static __always_inline void at_hist_add_key_in(void *map, const void *key,
+/*
+ * The same in the histogram at @key of a hash, made on first use.  False
+ * when the hash is full and has no entry for @key: the operation is not
+ * counted, and the caller says so (ahead_lost[AT_LOST_FULL]).
+ */
+static __always_inline bool at_hist_add_key_in(void *map, const void *key,
 					       __u64 ns, __u64 v)
 {
 	struct at_hist *h;
@@ -60,30 +64,31 @@ static __always_inline void at_hist_add_key_in(void *map, const void *key,
 		bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
 		h = bpf_map_lookup_elem(map, key);
 		if (!h)
-			return;
+			return false;
 	}
 	at_hist_count_in(h, ns, v);
+	return true;
 }
 
-static __always_inline void at_hist_add_key(void *map, const void *key,
+static __always_inline bool at_hist_add_key(void *map, const void *key,
 					    __u64 ns)
 {
-	at_hist_add_key_in(map, key, ns, ns);
+	return at_hist_add_key_in(map, key, ns, ns);
 }
 
 /* The same in a (dev, op) histogram. */
-static __always_inline void at_hist_add_in(void *map, __u32 dev, __u32 op,
+static __always_inline bool at_hist_add_in(void *map, __u32 dev, __u32 op,
 					   __u64 ns, __u64 v)
 {
 	struct at_hist_key key = { .dev = dev, .op = op };
 
-	at_hist_add_key_in(map, &key, ns, v);
+	return at_hist_add_key_in(map, &key, ns, v);
 }
 
-static __always_inline void at_hist_add(void *map, __u32 dev, __u32 op,
+static __always_inline bool at_hist_add(void *map, __u32 dev, __u32 op,
 					__u64 ns)
 {
-	at_hist_add_in(map, dev, op, ns, ns);
+	return at_hist_add_in(map, dev, op, ns, ns);
 }
 
 #endif /* AHEADTRACE_BITS_BPF_H */

@@ -34,7 +34,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, AT_MAX_HISTS);
 	__type(key, struct at_hist_key);
 	__type(value, struct at_hist);
 } vfs_hist SEC(".maps");
@@ -87,6 +87,11 @@ static __always_inline int leave(__u32 dev, __u32 op)
 
 	if (!ts)
 		return 0;
+	/*
+	 * aheadtrace's filter keeps the keys to 16 devices x 16 functions,
+	 * far from AT_MAX_HISTS: a full map (unfiltered, bpftool) only
+	 * leaves devices beyond it uncounted.
+	 */
 	at_hist_add(&vfs_hist, dev, op, now - *ts);
 	bpf_map_delete_elem(&vfs_start, &key);
 	return 0;

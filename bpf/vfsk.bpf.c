@@ -36,7 +36,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, AT_MAX_HISTS);
 	__type(key, struct at_hist_key);
 	__type(value, struct at_hist);
 } vfsk_hist SEC(".maps");
@@ -125,6 +125,11 @@ static __always_inline int kleave(__u32 op)
 	v = bpf_map_lookup_elem(&vfsk_start, &sk);
 	if (!v)
 		return 0;
+	/*
+	 * aheadtrace's filter keeps the keys to 16 devices x 16 functions,
+	 * far from AT_MAX_HISTS: a full map (unfiltered, bpftool) only
+	 * leaves devices beyond it uncounted.
+	 */
 	at_hist_add(&vfsk_hist, v->dev, op, now - v->ts);
 	bpf_map_delete_elem(&vfsk_start, &sk);
 	return 0;

@@ -148,10 +148,15 @@ expect "buffer pages over 1 GiB" 2 "^aheadtrace: invalid --buffer-pages '$((page
 expect "-b does not apply to hist" 2 "^aheadtrace: option '-b' does not apply to 'hist'" "$at" hist -b 2
 expect "valid oplog -b accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -b "$pages_max"
-# Prometheus: per-file series only on request, and a bounded number.
+# Prometheus: per-file series only on request, and a bounded number: at
+# most ahead_files' size, 10240 or 256 per possible CPU when that is more.
+ncpu=$(awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); c += n == 2 ? r[2] - r[1] + 1 : 1 } } END { print c }' /sys/devices/system/cpu/possible)
+files_max=$(( ncpu * 256 > 10240 ? ncpu * 256 : 10240 ))
 expect "--top-files without --prom" 2 '^aheadtrace: --top-files needs --prom' "$at" prefetch --top-files 3
-expect "--top-files zero" 2 "^aheadtrace: invalid --top-files '0' \(a number from 1 to 10240\)" "$at" prefetch --top-files 0 --prom "$tmp/m.prom"
-expect "--top-files over the map's size" 2 "^aheadtrace: invalid --top-files '10241'" "$at" prefetch --top-files 10241 --prom "$tmp/m.prom"
+expect "--top-files zero" 2 "^aheadtrace: invalid --top-files '0' \(a number from 1 to $files_max\)" "$at" prefetch --top-files 0 --prom "$tmp/m.prom"
+expect "--top-files over the map's size ($files_max for $ncpu CPUs)" 2 "^aheadtrace: invalid --top-files '$((files_max + 1))'" "$at" prefetch --top-files $((files_max + 1)) --prom "$tmp/m.prom"
+expect "--top-files of the map's size accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" prefetch --top-files "$files_max" --prom "$tmp/m.prom"
 expect "--top-files does not apply to hist" 2 "^aheadtrace: option '--top-files' does not apply to 'hist'" "$at" hist --top-files 3 --prom "$tmp/m.prom"
 expect "valid prefetch --prom --top-files accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" prefetch --prom "$tmp/m.prom" --top-files 10 5
@@ -170,6 +175,8 @@ rm -f "$tmp/victim" "$tmp/p.prom.tmp"
 # heatmap: one operation, an SVG file that can be written.
 expect "heatmap of two operations" 2 '^aheadtrace: heatmap draws one operation' "$at" heatmap -o read,open
 expect "heatmap --svg in a missing directory" 2 "^aheadtrace: --svg '/nonexistent/h.svg': No such file" "$at" heatmap --svg /nonexistent/h.svg
+expect "heatmap --svg of a directory" 2 "^aheadtrace: --svg '$tmp': Is a directory" "$at" heatmap --svg "$tmp"
+expect "--prom of a directory" 2 "^aheadtrace: --prom '$tmp': Is a directory" "$at" hist --prom "$tmp"
 expect "--svg does not apply to hist" 2 "^aheadtrace: option '--svg' does not apply to 'hist'" "$at" hist --svg "$tmp/h.svg"
 expect "--prom does not apply to heatmap" 2 "^aheadtrace: option '--prom' does not apply to 'heatmap'" "$at" heatmap --prom "$tmp/m.prom"
 expect "-P does not apply to heatmap" 2 "^aheadtrace: option '-P' does not apply to 'heatmap'" "$at" heatmap -P
@@ -177,6 +184,22 @@ expect "heatmap interval zero" 2 "^aheadtrace: invalid interval '0'" "$at" heatm
 expect "valid heatmap arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" heatmap -o getattr --svg "$tmp/h.svg" -j 2 5
 if [ -e "$tmp/h.svg" ]; then nok "a refused heatmap leaves no --svg file behind"; else ok "a refused heatmap leaves no --svg file behind"; fi
+# --svg FILE is written as --prom's is (mkstemp, then rename): a symlink
+# planted at FILE is neither followed nor made a file through, even when
+# the arguments are only checked.
+ln -s "$tmp/svg-victim" "$tmp/s.svg"
+expect "heatmap --svg past a planted FILE symlink: argument checks pass" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" heatmap --svg "$tmp/s.svg"
+if [ ! -e "$tmp/svg-victim" ] && [ -L "$tmp/s.svg" ] && [ -z "$(find "$tmp" -maxdepth 1 -name '.s.svg.*')" ]; then
+	ok "--svg: the symlink at FILE is not followed at start, no temporary file left"
+else
+	nok "--svg: the symlink at FILE is not followed at start" "$(ls -la "$tmp")"
+fi
+# heatmap's interval is 1 s unless given: a count alone is enough.
+expect "heatmap -c COUNT without an interval accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" heatmap -c 5
+expect "heatmap --count COUNT without an interval accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" heatmap --count 3 -o open
 # vfs --kprobe: only vfs takes it; it still needs the kernel's BTF (CO-RE).
 expect "--kprobe does not apply to hist" 2 "^aheadtrace: option '--kprobe' does not apply to 'hist'" "$at" hist --kprobe
 expect "vfs --kprobe without kernel BTF" 1 '^aheadtrace: this kernel has no BTF' \
@@ -256,6 +279,14 @@ u() {
 	got=$(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$unit" "$@" 2>&1 | grep -v '^$')
 	if [ "$got" = "$want" ]; then ok "$name"; else nok "$name" "want: $want
 got: $got"; fi
+}
+# urc NAME WANT ARGS...: as u, the unit's exit status a last line "rc=N".
+urc() {
+	local name=$1 want=$2 got
+	shift 2
+	[ "$unit" = false ] && { nok "$name" "tests/unit.c did not build"; return; }
+	got=$(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$unit" "$@" 2>&1; echo "rc=$?")
+	check "$name" "$want" "$(grep -v '^$' <<<"$got")"
 }
 # uhas NAME ARGS... -- LINE...: every LINE is a line of the unit's output.
 uhas() {
@@ -349,6 +380,125 @@ u "oplog -d 3: over at 3 s, not before" "0 tracing
 5 over" duration oplog -d 3 -- 0 2.9 3 5
 u "oplog without -d: never over" "86400 tracing" duration oplog -- 86400
 
+# oplog -j -T: the TIME column's HH:MM:SS as "timestamp" in each JSON line
+# (-T is not ignored with -j); none without -T.
+u_tj=$(ASAN_OPTIONS=detect_leaks=0 "$unit" events oplog -j -T 2>&1)
+u_j=$(ASAN_OPTIONS=detect_leaks=0 "$unit" events oplog -j 2>&1)
+if python3 -c 'import json, re, sys
+t = [json.loads(l) for l in sys.argv[1].splitlines()]
+j = [json.loads(l) for l in sys.argv[2].splitlines()]
+assert len(t) == 6 and all(re.fullmatch(r"[0-2][0-9]:[0-5][0-9]:[0-6][0-9]", d["timestamp"]) for d in t), t
+assert all("timestamp" not in d for d in j), j
+assert [{k: v for k, v in d.items() if k != "timestamp"} for d in t] == j' "$u_tj" "$u_j" 2>"$tmp/py"; then
+	ok "oplog -j -T: each JSON line has \"timestamp\":\"HH:MM:SS\", none without -T"
+else
+	nok "oplog -j -T: each JSON line has a timestamp" "$u_tj $(cat "$tmp/py")"
+fi
+
+# Copies: at_copy keeps a record for -o copy or -o remap by its method
+# (at_copy_ops(), shared with the JSON writer): a dedupe is a remap, the
+# lower's copy and the chunked one copy_file_range, a clone either (the
+# tracepoint does not say which).
+u "copy records: -o copy and -o remap by method, a clone both" "clone copy=1 remap=1
+lower copy=1 remap=0
+chunked copy=1 remap=0
+dedupe copy=0 remap=1
+4 copy=1 remap=1" copy-ops
+u_cp=$(ASAN_OPTIONS=detect_leaks=0 "$unit" copies oplog -j 2>&1)
+if python3 -c 'import json, sys
+d = [json.loads(l) for l in sys.argv[1].splitlines()]
+got = [(x["kind"], x["op"], x.get("method")) for x in d]
+want = [("copy", "copy", "clone"), ("copy", "copy", "lower"), ("copy", "copy", "chunked"),
+        ("copy", "remap", "dedupe"), ("meta", "op_40", None)]
+assert got == want, got' "$u_cp" 2>"$tmp/py"; then
+	ok "oplog -j: a dedupe is op remap, the other copies op copy, an unknown op op_40"
+else
+	nok "oplog -j: a dedupe is op remap" "$u_cp $(cat "$tmp/py")"
+fi
+
+# Prometheus histograms: an op this build does not know is op_<n>, one
+# series per number (two were both op="?"); the last slot, which also
+# counts everything beyond it, is in +Inf only (it was le="1099.51"); +Inf
+# and _count are never below a bucket though count is read apart from the
+# slots.
+u_pe=$(ASAN_OPTIONS=detect_leaks=0 "$unit" prom-edge hist 2>&1)
+if python3 - "$u_pe" <<'PY' 2>"$tmp/py"
+import re, sys
+lines = [l for l in sys.argv[1].splitlines() if not l.startswith("#")]
+series = [l.rsplit(" ", 1)[0] for l in lines]
+assert len(series) == len(set(series)), "duplicate series"
+for op in ("op_40", "op_41"):
+    b = [(l.split('le="')[1].split('"')[0], int(l.rsplit(" ", 1)[1]))
+         for l in lines if l.startswith('aheadfs_op_latency_seconds_bucket{dev="0:61",op="%s",' % op)]
+    assert len(b) == 40, (op, len(b))
+    assert b[-2][0] == "549.755814" and b[-1] == ("+Inf", 2), (op, b[-3:])
+    vals = [v for _, v in b]
+    assert vals == sorted(vals), (op, vals)
+    cnt = [l for l in lines if l.startswith('aheadfs_op_latency_seconds_count{dev="0:61",op="%s"}' % op)]
+    assert cnt == ['aheadfs_op_latency_seconds_count{dev="0:61",op="%s"} 2' % op], cnt
+assert not any("1099.5" in l for l in lines if "_bucket" in l)
+assert "aheadfs_trace_dropped_total 3" in lines
+PY
+then
+	ok "--prom: op_<n> for unknown ops, the clamped slot in +Inf only, +Inf = _count >= every bucket, dropped counts"
+else
+	nok "--prom: op_<n>, the clamped slot, monotonic buckets" "$(cat "$tmp/py")
+$(grep -v '^#' <<<"$u_pe" | grep -E 'le="(5|\+)|_count|dropped')"
+fi
+
+# ahead_files walked while its LRU evicts can give a key twice: one line and
+# one series per file, the newest entry's counts.
+u_f=$(ASAN_OPTIONS=detect_leaks=0 "$unit" files prefetch --prom "$tmp/f.prom" --top-files 5 2>&1)
+f_lines=$(grep -E '^0:61 ' <<<"$u_f" | awk '{ print $2, $5 }' | paste -sd,)
+f_dup=$(grep -E '^aheadfs_file_' <<<"$u_f" | awk '{ print $1 }' | sort | uniq -d)
+check "prefetch: a file walked twice is one line, its newest entry's (ino reads)" "7 4,8 1,9 2" "$f_lines"
+check "prefetch --top-files: no duplicate series after a walk that met evictions" "" "$f_dup"
+check "prefetch --top-files: each file's read bytes once" \
+	'aheadfs_file_read_bytes_total{dev="0:61",ino="7"} 16384 aheadfs_file_read_bytes_total{dev="0:61",ino="8"} 4096 aheadfs_file_read_bytes_total{dev="0:61",ino="9"} 8192' \
+	"$(grep '^aheadfs_file_read_bytes_total' <<<"$u_f" | paste -sd' ')"
+# ahead_files' size: 10240, or 256 per possible CPU beyond 40.
+u "ahead_files: 10240 entries up to 40 CPUs, then 256 per CPU" "1 10240
+40 10240
+41 10496
+512 131072" files-max 1 40 41 512
+
+# Counts a full map dropped (ahead_lost[AT_LOST_FULL]): said as lost records
+# are, with the map that filled.
+u "dropped counts: said while tracing and at exit, the map named" "aheadtrace: 5 operations not counted (ahead_hist full: 4096 entries; 5 in all)
+aheadtrace: 7 operations not counted (ahead_hist full: 4096 entries; 12 in all)
+aheadtrace: 12 operations not counted (ahead_hist full: 4096 entries)" dropped hist -- 0 5 5 12 12
+u "dropped counts: hist -P names ahead_phist" "aheadtrace: 2 operations not counted (ahead_phist full: 8192 entries)" dropped hist -P -- 0 2
+u "dropped counts: prefetch names ahead_mounts" "aheadtrace: 1 operations not counted (ahead_mounts full: 256 mounts)" dropped prefetch -- 1
+u "no dropped counts: nothing said" "" dropped hist -- 0 0
+
+# A closed stdout (aheadtrace ... | head): SIGPIPE is ignored, the run
+# stops as after Ctrl-C with status 0, and what is written at exit still
+# is: --prom after hist's last print, --svg after heatmap's (over a symlink
+# planted at FILE: replaced, not followed).
+rm -f "$tmp/pipe.prom"
+urc "closed stdout: hist stops at once, status 0" "stopped: Broken pipe, before the count
+rc=0" pipe hist -i 1 -c 3 --prom "$tmp/pipe.prom"
+if grep -q '^aheadfs_op_latency_seconds_count{dev="0:61",op="read"} 3$' "$tmp/pipe.prom" 2>/dev/null; then
+	ok "closed stdout: hist's --prom file still written"
+else
+	nok "closed stdout: hist's --prom file still written" "$(ls -la "$tmp")"
+fi
+urc "closed stdout: heatmap stops at once, status 0" "stopped: Broken pipe, before the count
+rc=0" pipe heatmap -c 5 --svg "$tmp/s.svg"
+if [ -f "$tmp/s.svg" ] && [ ! -L "$tmp/s.svg" ] && [ ! -e "$tmp/svg-victim" ] &&
+   grep -q '^</svg>$' "$tmp/s.svg" && [ "$(stat -c %a "$tmp/s.svg")" = 644 ]; then
+	ok "closed stdout: heatmap's --svg still written, over the planted symlink (mode 644), not through it"
+else
+	nok "closed stdout: heatmap's --svg still written, not through a symlink" "$(ls -la "$tmp")"
+fi
+for v in "oplog" "oplog -j" "oplog -c"; do
+	urc "closed stdout: $v stops, status 0, no error" "stopped: Broken pipe
+rc=0" pipe $v
+done
+urc "stdout full: oplog stops, says why, status 1" "stopped: No space left on device
+aheadtrace: cannot write the output: No space left on device
+rc=1" full oplog
+
 "$at" --help >"$tmp/help" 2>&1
 if [ $? = 0 ] && grep -q '^Usage: aheadtrace VERB' "$tmp/help" &&
    grep -q -- '--prom FILE' "$tmp/help"; then ok "--help"; else nok "--help" "$(cat "$tmp/help")"; fi
@@ -369,7 +519,7 @@ expect "valid hist arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -o read,unlink,getattr -i 2 -c 3 -j --prom "$tmp/m.prom"
 expect "valid oplog arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -p 1 --min-lat 100 -j -o read
-expect "valid oplog -T -P arguments accepted" 1 '^aheadtrace: aheadfs is not loaded' \
+expect "valid oplog -T -P -j arguments accepted (-T: a timestamp field)" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" oplog -T -P -j
 expect "valid hist -P with positional interval and count accepted" 1 '^aheadtrace: aheadfs is not loaded' \
 	env AHEADTRACE_MODULE_DIR=/nonexistent "$at" hist -P -j 2 3
@@ -379,10 +529,22 @@ expect "valid vfs positional interval accepted" 1 '^aheadtrace: this kernel has 
 	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs -d 8:1 1
 expect "no kernel BTF" 1 '^aheadtrace: this kernel has no BTF \(/nonexistent: ' \
 	env AHEADTRACE_KERNEL_BTF=/nonexistent "$at" vfs -d 8:1 -d /
+# aheadfs.bpf.o reads the kernel's structures through CO-RE too: every verb
+# checks for BTF before loading, after the module.
+for v in hist oplog prefetch heatmap; do
+	expect "no kernel BTF: $v says so before loading" 1 "^aheadtrace: this kernel has no BTF \(/nonexistent: .*CONFIG_DEBUG_INFO_BTF=y" \
+		env AHEADTRACE_MODULE_DIR=/ AHEADTRACE_KERNEL_BTF=/nonexistent "$at" $v
+done
 # With the module "present" on a host that has no aheadfs, loading or
 # attaching fails: one clear line, never a libbpf dump.
 expect "attach failure is one line" 1 '^aheadtrace: (cannot attach raw_tp/aheadfs_|permission denied loading)' \
 	env AHEADTRACE_MODULE_DIR=/ "$at" hist
+# The same for the other verbs' program sets: where this host loads BPF,
+# the verifier took them (the maps sized, prefetch's ahead_files too).
+for v in "hist -P" oplog "oplog -o remap -P" prefetch heatmap; do
+	expect "attach failure is one line: $v" 1 '^aheadtrace: (cannot attach raw_tp/aheadfs_|permission denied loading)' \
+		env AHEADTRACE_MODULE_DIR=/ "$at" $v
+done
 
 # --- the objects ---
 for o in aheadfs vfs vfsk; do
@@ -417,6 +579,35 @@ then
 	ok "aheadfs.bpf.o: ahead_cgroup is a cgroup array (BPF_MAP_TYPE_CGROUP_ARRAY)"
 else
 	nok "aheadfs.bpf.o: ahead_cgroup is a cgroup array" "$(grep -n ahead_cgroup <<<"$bpftool_raw")"
+fi
+# ahead_lost: a per-CPU array (6) of two counters, lost records and the
+# counts a full map dropped (enum at_lost); ahead_files an LRU hash (9) of
+# AT_MAX_FILES as compiled (aheadtrace prefetch sizes it at load).
+if python3 - "$bpftool_raw" <<'PY'
+import re, sys
+types = {}
+for line in sys.argv[1].splitlines():
+    m = re.match(r"\[(\d+)\] (\w+) '([^']*)'(.*)", line)
+    if m:
+        cur = int(m.group(1))
+        types[cur] = [m.group(2), m.group(3), m.group(4), []]
+    elif line.startswith("\t'") and types:
+        types[cur][3].append(line.strip())
+def member(var, name):
+    v = [k for k, t in types.items() if t[0] == "VAR" and t[1] == var][0]
+    st = types[int(re.search(r"type_id=(\d+)", types[v][2]).group(1))]
+    m = [m for m in st[3] if m.startswith("'%s'" % name)][0]
+    ptr = types[int(re.search(r"type_id=(\d+)", m).group(1))]
+    arr = types[int(re.search(r"type_id=(\d+)", ptr[2]).group(1))]
+    return int(re.search(r"nr_elems=(\d+)", arr[2]).group(1))
+got = (member("ahead_lost", "type"), member("ahead_lost", "max_entries"),
+       member("ahead_files", "type"), member("ahead_files", "max_entries"))
+sys.exit(0 if got == (6, 2, 9, 10240) else print(got) or 1)
+PY
+then
+	ok "aheadfs.bpf.o: ahead_lost a per-CPU array of 2 counters (lost, dropped), ahead_files an LRU of 10240"
+else
+	nok "aheadfs.bpf.o: ahead_lost of 2 counters, ahead_files of 10240" "$(grep -nE 'ahead_(lost|files)' <<<"$bpftool_raw")"
 fi
 under=$(llvm-objdump -d "$out/aheadfs.bpf.o" | awk '/^[0-9a-f]+ <[a-z_]+>:$/ { f = $2 } /[[:space:]]call 37$/ { print f }' | sort -u | tr -d '<>:' | paste -sd' ')
 if [ "$under" = "at_copy at_meta at_meta_ops at_prefetch at_read" ]; then

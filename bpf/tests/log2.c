@@ -5,6 +5,7 @@
  * slot of every traced operation.  Prints "ok" or each mismatch and
  * "mismatch"; exits 1 on a mismatch.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/types.h>
