@@ -32,10 +32,12 @@ char *xstrdup(const char *s);
  * EFBIG above READ_FILE_MAX). */
 #define READ_FILE_MAX (64 << 20)
 char *read_file(const char *path);
+char *read_file_len(const char *path, size_t *len);	/* len: bytes read, NULs too */
 int read_int(const char *path, long long *val);
 /* Writes buf with one write(2); returns 0 or -errno. */
 int write_file(const char *path, const char *buf);
-/* text into path by a mkstemp file renamed over it; -1, errno, *failed. */
+/* text into path by a mkstemp file, synced, renamed over it, the
+ * directory synced; -1, errno, *failed. */
 int write_atomic(const char *path, const char *text, unsigned int mode, char **failed);
 bool parse_u64(const char *s, unsigned long long *v);	/* no leading zero */
 bool parse_size(const char *s, unsigned long long *v);
@@ -90,6 +92,7 @@ struct doctor;
 void doctor_finding(struct doctor *d, const char *area, const char *what,
 		    const char *fix);
 void doctor_irq(struct doctor *d);
+int nic_probe(const char *dev, char **problem, char **bdf);
 void doctor_fs(struct doctor *d);
 /* fs.c: a mounts/mountinfo field with its \ooo escapes undone, malloc'd. */
 char *mount_unescape(const char *s);
@@ -113,6 +116,7 @@ struct bmc {
 	bool insecure_http;	/* --insecure-http: plain HTTP allowed */
 	bool force;		/* --force: hard reset instead of a graceful one */
 	long timeout;		/* --timeout: seconds for one answer of the BMC */
+	bool timeout_given;	/* --timeout given (vendor tools have their own default) */
 	long wait;		/* --wait: seconds for a graceful shutdown */
 	const char *system;	/* Systems member id, if several */
 };
@@ -143,17 +147,25 @@ int ipmi_power_cycle(struct bmc *b);
 int ipmi_reset(struct bmc *b, struct reset_info *r);
 /* IPMI's view of --bmc: host and port apart (malloc'd); -1 after a message. */
 int bmc_host_port(const char *url, char **host, char **port);
-int vendor_show(const char *tool);
+int vendor_show(const char *tool, const struct bmc *b);
 int vendor_set(const char *tool, int mode, bool reboot, struct bmc *b);
 bool vendor_known(const char *tool);
 bool vendor_reboots_itself(const char *tool, bool force);
+bool vendor_reboot_ipmi(const char *tool, bool force);
 /*
  * Runs argv with our environment less the BMC secrets, plus envp_add;
- * keep_fd (or -1) is inherited; output captured into *out if out != NULL.
+ * keep_fd (or -1) is inherited; output captured into *out if out != NULL,
+ * at most RUN_OUTPUT_MAX bytes (more: the command is stopped, RUN_TOO_BIG).
+ * The command runs in a process group of its own.
  */
+#define RUN_OUTPUT_MAX (4 << 20)
 int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out);
-/* The same, ended after seconds (0: no limit): RUN_TIMED_OUT then. */
-#define RUN_TIMED_OUT 124
+/*
+ * The same, its process group ended after seconds (0: no limit):
+ * RUN_TIMED_OUT then.  Both are above any exit status.
+ */
+#define RUN_TIMED_OUT 1000
+#define RUN_TOO_BIG 1001
 int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
 		  long seconds);
 
@@ -166,6 +178,7 @@ char *conf_default_path(void);
 struct conf *conf_read(const char *path);	/* NULL after a message */
 void conf_free(struct conf *c);
 const char *conf_snapshot(const struct conf *c);
+bool conf_has_bmc(const struct conf *c);	/* [bios] names a bmc */
 /* The BMC's snoop mode ([bios] bmc), NULL if none; *expected: snoop-mode. */
 char *conf_snoop_mode(const struct conf *c, const char **expected, bool quiet);
 char *conf_bios_fix(const struct conf *c, const char *mode);
@@ -175,17 +188,20 @@ struct json_t *self_json(char *const args[], int *rc, bool quiet);
 void jvalue(const char *k, const struct json_t *v);	/* re-emits parsed JSON */
 
 /*
- * undo.c: each value a write replaces, noted before or as it is written:
- * kept in an undo_log for the verb's own rollback (NULL: not kept), and
- * sent to apply's journal when apply runs the verb, so that revert puts it
- * back.  file: a whole file of ours (the policy script), old NULL when it
- * did not exist.
+ * undo.c: each value a write replaces, noted before it is written: sent to
+ * apply's journal (on disk) when apply runs the verb, so that revert puts
+ * it back, and kept in an undo_log for the verb's own rollback (NULL: not
+ * kept).  file: a whole file of ours (the policy script), old NULL when it
+ * did not exist.  undo_note: 0, or -1 after a message (the record could
+ * not be written: the value must not be).  undo_unnote: the last value
+ * noted was not written (its write was refused).
  */
 struct undo_log;
 struct state;
 struct undo_log *undo_new(void);
-void undo_note(struct undo_log *l, const char *path, const char *old, const char *what,
-	       bool file);
+int undo_note(struct undo_log *l, const char *path, const char *old, const char *what,
+	      bool file);
+void undo_unnote(struct undo_log *l);
 void undo_rollback(struct undo_log *l);	/* newest first, said on stderr */
 void undo_free(struct undo_log *l);
 struct state *undo_begin(const char *config);	/* NULL after a message */
@@ -197,6 +213,7 @@ int cmd_revert(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 void doctor_snapshot(struct doctor *d, bool skip_bw);
 void doctor_note(struct doctor *d, char *s);
+void doctor_not_checked(struct doctor *d, char *s);
 
 /* Fuzzing entry points (userland/fuzz/): each parser on arbitrary bytes. */
 void fuzz_conf(const char *data, size_t n);

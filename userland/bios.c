@@ -228,6 +228,7 @@ static int parse_opts(int argc, char **argv, int i, struct bios_args *a, struct 
 				err("%s '%s': expected seconds, 1 to 86400", o, v);
 				return EXIT_USAGE;
 			}
+			b->timeout_given |= !strcmp(o, "--timeout");
 		} else {
 			err("unknown bios argument '%s'", o);
 			return EXIT_USAGE;
@@ -273,8 +274,7 @@ static bool uses_ipmi(const struct bios_args *a, const struct bmc *b)
 {
 	if (!strcmp(a->via, "ipmi"))
 		return strcmp(a->verb, "set") != 0;
-	return strcmp(a->via, "redfish") && a->reboot &&
-		!vendor_reboots_itself(a->via, b->force);
+	return strcmp(a->via, "redfish") && a->reboot && vendor_reboot_ipmi(a->via, b->force);
 }
 
 /* IPMI's limits, checked before anything is sent. */
@@ -379,6 +379,6 @@ int cmd_bios(int argc, char **argv)
 		err("IPMI has no standard command to change a BIOS setting: use --via redfish or a vendor tool; IPMI can restart the machine to apply a pending change (aheadctl --yes bios power-cycle --via ipmi)");
 		return EXIT_FAILED;
 	}
-	return !strcmp(a.verb, "show") ? vendor_show(a.via) :
+	return !strcmp(a.verb, "show") ? vendor_show(a.via, &b) :
 		vendor_set(a.via, a.mode, a.reboot, &b);
 }

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,7 +473,12 @@ int self_run(char *const args[], char **out, bool quiet)
 		_exit(127);
 	}
 	close(pfd[1]);
-	while ((r = read(pfd[0], *out + len, cap - len)) > 0) {
+	/* A signal apply catches interrupts a call here: the child goes on. */
+	while ((r = read(pfd[0], *out + len, cap - len)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
 		len += r;
 		if (len == cap) {
 			cap *= 2;
@@ -484,8 +490,9 @@ int self_run(char *const args[], char **out, bool quiet)
 	(*out)[len] = 0;
 	close(pfd[0]);
 	free(argv);
-	if (waitpid(pid, &status, 0) < 0)
-		return 127;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -540,6 +547,14 @@ void jvalue(const char *k, const struct json_t *cv)
 	default:
 		jnull(k);
 	}
+}
+
+/* Whether [bios] names a BMC to read the snoop mode from. */
+bool conf_has_bmc(const struct conf *c)
+{
+	const struct conf_sec *b = c ? conf_bios(c) : NULL;
+
+	return b && kv_get(b, "bmc");
 }
 
 /* The snoop mode the BMC of [bios] reports, or NULL (no BMC, or it failed). */
@@ -920,10 +935,12 @@ static void apply_block(struct run *r, const struct conf_sec *s)
 			char *p = queue_path(s->name, s->kv[k].key);
 			char *what = xsprintf("%s %s", s->name, s->kv[k].key);
 
-			undo_note(log, p, old[k], what, false);
+			if (undo_note(log, p, old[k], what, false))
+				msg = xsprintf("%s not written: its value could not be recorded for revert (see above)",
+					       p);
 			free(what);
 			free(p);
-			if ((msg = block_write(s, k)))
+			if (msg || (msg = block_write(s, k)))
 				break;
 		}
 		if (g.json) {
@@ -1042,6 +1059,40 @@ static int parse_apply_args(int argc, char **argv, char **path, char **only,
 	return 0;
 }
 
+/*
+ * SIGINT or SIGTERM during apply: no other section starts, the one running
+ * ends (a verb it runs goes on unless the signal reached it too), and what
+ * was changed is merged into the record before apply exits.  Each value is
+ * in the journal on disk before it is written, so even a kill that cannot
+ * be caught loses nothing: the next apply or revert merges the journal.  A
+ * second signal acts as usual (SA_RESETHAND).
+ */
+static volatile sig_atomic_t apply_stop;
+
+static void on_stop(int sig)
+{
+	apply_stop = sig;
+}
+
+/* A signal ignored by whoever started us (nohup, a background job) stays so. */
+static void catch_stop(bool on)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	static bool ignored[2];
+	struct sigaction sa = { .sa_handler = on ? on_stop : SIG_DFL,
+				.sa_flags = on ? SA_RESETHAND : 0 }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++) {
+		if (on) {
+			sigaction(sigs[i], NULL, &old);
+			ignored[i] = old.sa_handler == SIG_IGN;
+		}
+		if (!ignored[i])
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 static bool selected(const struct run *r, const struct conf_sec *s)
 {
 	if (!r->only)
@@ -1055,7 +1106,7 @@ int cmd_apply(int argc, char **argv)
 	char *path = NULL, *only = NULL, *state_path = undo_state_path();
 	struct state *st = NULL;
 	struct conf *c;
-	int fd, sel = 0, recorded = 0, added = 0;
+	int fd, sel = 0, recorded = 0, added = 0, left = 0;
 
 	if (parse_apply_args(argc, argv, &path, &only, &r.skip_bios, NULL))
 		return EXIT_USAGE;
@@ -1077,6 +1128,8 @@ int cmd_apply(int argc, char **argv)
 			close(fd);
 		return EXIT_FAILED;
 	}
+	if (st)
+		catch_stop(true);
 	if (g.json) {
 		jopen('{');
 		jstr("config", path);
@@ -1090,6 +1143,10 @@ int cmd_apply(int argc, char **argv)
 
 		if (!selected(&r, s) || (only && !strcmp(s->kind, "bios")))
 			continue;
+		if (apply_stop) {
+			left++;
+			continue;
+		}
 		sel++;
 		if (!strcmp(s->kind, "nic"))
 			apply_nic(&r, s);
@@ -1100,10 +1157,19 @@ int cmd_apply(int argc, char **argv)
 		else
 			apply_bios(&r, s);
 	}
+	if (apply_stop) {
+		char *n = xsprintf(" (%d sections not started)", left);
+
+		err("stopped by %s%s: what was changed is recorded for 'aheadctl revert'",
+		    strsignal(apply_stop), left ? n : "");
+		free(n);
+		r.failed++;
+	}
 	if (st) {
 		recorded = undo_end(st, &added);
 		if (recorded < 0)
 			r.failed++;
+		catch_stop(false);
 	}
 	if (g.json) {
 		jclose();
@@ -1256,25 +1322,25 @@ static void verify_placement(struct drift *d, const struct conf_sec *s, json_t *
 	json_array_foreach(json_object_get(plan, "xps"), i, e) {
 		long long q = json_integer_value(json_object_get(e, "queue"));
 		const char *cpus = json_string_value(json_object_get(e, "cpus"));
-		char qn[32], want[32];
+		char qn[32], *want;
 		const char *now = NULL;
 		json_t *x;
 		size_t k;
 
 		snprintf(qn, sizeof(qn), "tx-%lld", q);
-		/* A queue follows its IRQ: one CPU, or a list for a managed one. */
+		/* A queue follows its IRQ: one CPU, or a list (a hint, a managed IRQ). */
 		if (cpus)
-			snprintf(want, sizeof(want), "%s", cpus);
+			want = xstrdup(cpus);
 		else
-			snprintf(want, sizeof(want), "%lld",
-				 (long long)json_integer_value(json_object_get(e, "cpu")));
+			want = xsprintf("%lld", (long long)json_integer_value(json_object_get(e, "cpu")));
 		json_array_foreach(json_object_get(show, "queues"), k, x)
 			if (!strcmp(json_string_value(json_object_get(x, "queue")) ?: "", qn))
 				now = json_string_value(json_object_get(x, "xps"));
-		if (now && !strcmp(now, want))
-			continue;
-		append(&exp, "%s:%s", qn, want);
-		append(&got, "%s:%s", qn, now ? (*now ? now : "none") : "?");
+		if (!now || strcmp(now, want)) {
+			append(&exp, "%s:%s", qn, want);
+			append(&got, "%s:%s", qn, now ? (*now ? now : "none") : "?");
+		}
+		free(want);
 	}
 	if (*exp)
 		drift(d, s, "XPS", exp, got, fix);

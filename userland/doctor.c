@@ -12,8 +12,9 @@ struct finding {
 struct doctor {
 	int n;
 	struct finding *f;
-	int nnotes;
+	int nnotes, nskip;
 	char *notes[32];
+	char *skipped[32];	/* left out on purpose (not a failure), said */
 };
 
 void doctor_finding(struct doctor *d, const char *area, const char *what,
@@ -38,6 +39,15 @@ static void note(struct doctor *d, char *s)
 void doctor_note(struct doctor *d, char *s)
 {
 	note(d, s);
+}
+
+/* What the doctor leaves out by design (the BMC), said; s is malloc'd and kept. */
+void doctor_not_checked(struct doctor *d, char *s)
+{
+	if (d->nskip < 32)
+		d->skipped[d->nskip++] = s;
+	else
+		free(s);
 }
 
 static bool has_opt(const char *opts, const char *o)
@@ -150,8 +160,14 @@ static void doctor_bw(struct doctor *d, bool skip)
 				 nodes, sysfs_root(), numa_host_nodes()));
 		return;
 	}
+	/* A check that could not run is a finding, never an "ok". */
 	if (numa_run(64ULL << 20, 0, 0.2)) {
-		note(d, xsprintf("numa: the bandwidth matrix could not run"));
+		char *what = xsprintf("%d NUMA nodes, but the bandwidth matrix could not run (the message above says why): the cross-node bandwidth was not checked",
+				      nodes);
+
+		doctor_finding(d, "numa", what,
+			       "none from aheadctl: 'aheadctl numa bw' says why; fix that (or run the doctor with --skip-bw) and run it again");
+		free(what);
 		return;
 	}
 	v = numa_verdict(&ratio, &flagged);
@@ -199,11 +215,18 @@ int cmd_doctor(int argc, char **argv)
 		for (int i = 0; i < d.nnotes; i++)
 			jstr(NULL, d.notes[i]);
 		jclose();
+		jkey("not_checked");
+		jopen('[');
+		for (int i = 0; i < d.nskip; i++)
+			jstr(NULL, d.skipped[i]);
+		jclose();
 		jclose();
 		jend();
 	} else {
 		for (int i = 0; i < d.nnotes; i++)
 			printf("ok: %s\n", d.notes[i]);
+		for (int i = 0; i < d.nskip; i++)
+			printf("not checked: %s\n", d.skipped[i]);
 		for (int i = 0; i < d.n; i++)
 			printf("FINDING [%s] %s\n  fix: %s\n", d.f[i].area, d.f[i].what,
 			       d.f[i].fix);

@@ -374,13 +374,17 @@ static int fs_set(int argc, char **argv)
 		char *now = NULL;
 
 		if (!g.dry_run) {
-			r = write_file(path[i], val[i]);
-			if (!r) {
-				char *what = xsprintf("%s %s", one->dir, key[i]);
+			char *what = xsprintf("%s %s", one->dir, key[i]);
+			bool noted = !undo_note(log, path[i], old[i], what, false);
 
-				undo_note(log, path[i], old[i], what, false);
-				free(what);
+			free(what);
+			if (!noted) {
+				rc = EXIT_FAILED;	/* not recorded, not written */
+				break;
 			}
+			r = write_file(path[i], val[i]);
+			if (r)
+				undo_unnote(log);	/* refused: nothing changed */
 			now = r ? NULL : read_file(path[i]);
 			if (!r && (!now || strcmp(now, val[i])))
 				r = -EIO;
@@ -465,10 +469,16 @@ void doctor_fs(struct doctor *d)
 			char *what = xsprintf("%s: %lld of %lld reads ended in bytes the prefetch had not brought in (uncached_tails, prefetch=%s)",
 					      m[i].dir, tails, reqs, mode ? mode : "?");
 			char *q = shell_quote(m[i].dir);
+			/* The module's maximum (AHEADFS_MAX_WINDOW_KB), as fs set takes it. */
+			unsigned long long wmax = tunable_of("window_kb")->max;
+			unsigned long long want = win && parse_u64(win, &w) && w ?
+				(w > wmax / 2 ? wmax : w * 2) : 65536ULL;
 			char *fix = mode && strcmp(mode, "ahead") ?
 				xsprintf("aheadctl fs set %s prefetch=ahead", q) :
-				xsprintf("aheadctl fs set %s window_kb=%llu", q,
-					 win && parse_u64(win, &w) && w ? w * 2 : 65536ULL);
+				w >= wmax ?
+				xsprintf("none from aheadctl: window_kb is at its maximum (%llu); the lower does not keep up with the readers of %s (aheadctl fs show %s: window_latency_us)",
+					 wmax, q, q) :
+				xsprintf("aheadctl fs set %s window_kb=%llu", q, want);
 
 			free(q);
 

@@ -1,6 +1,7 @@
 /* ipmi.c: what IPMI can do for the BIOS story: identify the board, restart it (ipmitool). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -74,12 +75,32 @@ static bool file_safe(const char *pw)
 	return !strpbrk(pw, " \t\r\n");
 }
 
+/* A failure: on stderr (err), or kept in *why (malloc'd) when why is given. */
+static void failure(char **why, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (why) {
+		free(*why);
+		*why = msg;
+		return;
+	}
+	err("%s", msg ? msg : fmt);
+	free(msg);
+}
+
 /*
  * The argv of one ipmitool call; the password goes through a pipe read as
  * "-f /dev/fd/N" (gone once read, never in argv nor in the environment),
  * or for a password -f would cut, in IPMI_PASSWORD of that child only.
+ * why: where a failure is said (NULL: on stderr).
  */
-static int ipmitool(const struct bmc *b, const char *const *cmd, char **out)
+static int ipmitool(const struct bmc *b, const char *const *cmd, char **out, char **why)
 {
 	char *host, *port, *argv[32], *env[2] = { NULL, NULL }, *fdpath = NULL, nsec[24];
 	const char *cipher = getenv("AHEADCTL_IPMI_CIPHER");
@@ -158,13 +179,16 @@ static int ipmitool(const struct bmc *b, const char *const *cmd, char **out)
 	rc = run_cmd_limit(argv, env, pfd[0], out, b->timeout);
 	free(env[0]);
 	if (rc == RUN_TIMED_OUT)
-		err("ipmitool %s %s: the BMC at %s did not answer within %ld s (--timeout sets the limit)",
-		    cmd[0], cmd[1] ? cmd[1] : "", host, b->timeout);
+		failure(why, "ipmitool %s %s: the BMC at %s did not answer within %ld s (--timeout sets the limit)",
+			cmd[0], cmd[1] ? cmd[1] : "", host, b->timeout);
+	else if (rc == RUN_TOO_BIG)
+		failure(why, "ipmitool %s %s: more than %d MiB of output: stopped", cmd[0],
+			cmd[1] ? cmd[1] : "", RUN_OUTPUT_MAX >> 20);
 	else if (rc == 127)
-		err("ipmitool is not installed (Debian package ipmitool)");
+		failure(why, "ipmitool is not installed (Debian package ipmitool)");
 	else if (rc)
-		err("ipmitool %s %s failed (exit %d) talking to %s", cmd[0],
-		    cmd[1] ? cmd[1] : "", rc, host);
+		failure(why, "ipmitool %s %s failed (exit %d) talking to %s", cmd[0],
+			cmd[1] ? cmd[1] : "", rc, host);
 out:
 	if (pfd[0] >= 0)
 		close(pfd[0]);
@@ -204,20 +228,20 @@ static char *field(const char *text, const char *name)
 	return NULL;
 }
 
-/* "on", "off", or NULL after a message. */
-static const char *power_state(const struct bmc *b)
+/* "on", "off", or NULL after a message (on stderr, or in *why if given). */
+static const char *power_state(const struct bmc *b, char **why)
 {
 	static const char *const pw[] = { "chassis", "power", "status", NULL };
 	char *out = NULL;
 	const char *st = NULL;
 
-	if (ipmitool(b, pw, &out) == 0 && out) {
+	if (ipmitool(b, pw, &out, why) == 0 && out) {
 		if (strstr(out, "is on"))
 			st = "on";
 		else if (strstr(out, "is off"))
 			st = "off";
 		else
-			err("ipmitool chassis power status: unexpected answer '%.60s'", out);
+			failure(why, "ipmitool chassis power status: unexpected answer '%.60s'", out);
 	}
 	free(out);
 	return st;
@@ -229,7 +253,7 @@ int ipmi_show(struct bmc *b)
 	char *out = NULL, *maker, *mid, *prod, *fw;
 	const char *power;
 
-	if (ipmitool(b, mc, &out)) {
+	if (ipmitool(b, mc, &out, NULL)) {
 		free(out);
 		return EXIT_FAILED;
 	}
@@ -241,7 +265,7 @@ int ipmi_show(struct bmc *b)
 		err("ipmitool mc info: no Manufacturer ID / Product ID in its output");
 		return EXIT_FAILED;
 	}
-	power = power_state(b);
+	power = power_state(b, NULL);
 	if (!power)
 		return EXIT_FAILED;
 	if (g.json) {
@@ -265,15 +289,15 @@ int ipmi_show(struct bmc *b)
 	return 0;
 }
 
-static int chassis(const struct bmc *b, const char *what)
+static int chassis(const struct bmc *b, const char *what, char **why)
 {
 	const char *const cmd[] = { "chassis", "power", what, NULL };
 	char *out = NULL;
 	int rc;
 
 	if (g.dry_run)
-		return ipmitool(b, cmd, NULL);
-	rc = ipmitool(b, cmd, &out);
+		return ipmitool(b, cmd, NULL, why);
+	rc = ipmitool(b, cmd, &out, why);
 	free(out);
 	return rc ? EXIT_FAILED : 0;
 }
@@ -286,34 +310,75 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Polls the power state until off; -1 after a message at the deadline. */
-static int wait_off(const struct bmc *b, struct reset_info *r)
+/*
+ * Polls the power state every second until off (0) or --wait runs out
+ * (-1).  A poll that fails (a lost UDP answer, a BMC busy with the
+ * shutdown) is tried again: only the deadline ends the wait.  *last: the
+ * last state read ("on", or NULL when the last poll failed, its reason in
+ * *why).
+ */
+static int wait_off(const struct bmc *b, struct reset_info *r, const char **last,
+		    char **why)
 {
 	double start = now();
 
 	for (;;) {
-		const char *st = power_state(b);
+		const char *st = power_state(b, why);
 		struct timespec tick = { 1, 0 };
 
-		if (!st)
-			return -1;
-		if (!strcmp(st, "off")) {
+		*last = st;
+		if (st && !strcmp(st, "off")) {
 			r->waited = now() - start;
 			return 0;
 		}
-		if (now() - start >= b->wait) {
-			err("the system is still on %ld s after the soft (ACPI) shutdown request: the BIOS change stays pending; shut the OS down, or power-cycle hard with --force",
-			    b->wait);
+		if (now() - start >= b->wait)
 			return -1;
-		}
 		nanosleep(&tick, NULL);
 	}
+}
+
+/*
+ * The soft shutdown is asked: from here on "chassis power on" is always
+ * sent, whatever the polls said, so that a node that went off (or goes off
+ * later) is not left off because a status answer was lost.
+ */
+static int soft_then_on(struct bmc *b, struct reset_info *r)
+{
+	const char *last = NULL;
+	char *why = NULL, *soft_why = NULL, *on_why = NULL;
+	int off, on, rc = 0;
+
+	if (chassis(b, "soft", &soft_why))
+		warnx("the soft shutdown request failed (%s): it may have reached the BMC; waiting up to %ld s for the system to go off all the same",
+		      soft_why ? soft_why : "?", b->wait);
+	off = wait_off(b, r, &last, &why);
+	on = chassis(b, "on", &on_why);
+	if (!off && on) {
+		err("the system is off and 'chassis power on' failed (%s): the node stays off until it is powered on ('aheadctl --yes bios power-cycle --via ipmi' powers on a system that is off)",
+		    on_why ? on_why : "?");
+		rc = EXIT_FAILED;
+	} else if (off && last) {
+		err("the system is still on %ld s after the soft (ACPI) shutdown request: the BIOS change stays pending; 'chassis power on' was %s in case the OS is still shutting down, but it may yet end up off: check it ('aheadctl bios show --via ipmi' shows the power state); shut the OS down, or power-cycle hard with --force",
+		    b->wait, on ? "refused" : "sent");
+		rc = EXIT_FAILED;
+	} else if (off) {
+		err("the power state could not be read for %ld s after the soft (ACPI) shutdown request (%s): the node may be off; 'chassis power on' was %s%s%s%s: check it ('aheadctl bios show --via ipmi' shows the power state)",
+		    b->wait, why ? why : "?", on ? "refused too" : "sent",
+		    on && on_why ? " (" : "", on && on_why ? on_why : "", on && on_why ? ")" : "");
+		rc = EXIT_FAILED;
+	}
+	free(why);
+	free(soft_why);
+	free(on_why);
+	return rc;
 }
 
 /*
  * Restarts the machine so a pending BIOS change applies.  Graceful by
  * default: a soft (ACPI) shutdown lets the OS unmount its filesystems,
  * then power on; --force is a power cycle, an unclean stop of whatever runs.
+ * This is IPMI over the LAN (-H): the soft shutdown stops the node's OS,
+ * so the power on must come from another machine.
  */
 int ipmi_reset(struct bmc *b, struct reset_info *r)
 {
@@ -324,27 +389,25 @@ int ipmi_reset(struct bmc *b, struct reset_info *r)
 	r->requested = !g.dry_run;
 	if (b->force) {
 		r->type = "chassis power cycle";
-		return chassis(b, "cycle");
+		return chassis(b, "cycle", NULL);
 	}
 	if (g.dry_run) {
 		r->type = "chassis power soft, wait for off, chassis power on";
 		info("would run ipmitool chassis power status every second, up to %ld s, until the system is off",
 		     b->wait);
-		if (chassis(b, "soft") || chassis(b, "on"))
+		if (chassis(b, "soft", NULL) || chassis(b, "on", NULL))
 			return EXIT_FAILED;
 		return 0;
 	}
-	st = power_state(b);
+	st = power_state(b, NULL);
 	if (!st)
 		return EXIT_FAILED;
 	if (!strcmp(st, "off")) {
 		r->type = "chassis power on (the system was off)";
-		return chassis(b, "on");
+		return chassis(b, "on", NULL);
 	}
 	r->type = "chassis power soft, wait for off, chassis power on";
-	if (chassis(b, "soft") || wait_off(b, r) || chassis(b, "on"))
-		return EXIT_FAILED;
-	return 0;
+	return soft_then_on(b, r);
 }
 
 int ipmi_power_cycle(struct bmc *b)

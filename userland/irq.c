@@ -75,30 +75,28 @@ int irqbalance_pid(void)
 	return pid;
 }
 
-/* Reads irqbalance's command line: --banirq=N / -i N and --policyscript. */
+/*
+ * Reads irqbalance's command line, whole (procfs reports no size; a long
+ * list of --banirq has no limit): --banirq=N / -i N and --policyscript.
+ */
 static void irqbalance_args(struct nic *nic)
 {
 	char *p = xsprintf("%s/%d/cmdline", proc_root(), nic->irqbalance);
-	char buf[8192];
-	size_t len;
-	FILE *f = fopen(p, "r");
-	char *args[256];
-	int na = 0;
+	size_t len, na = 0;
+	char *buf = read_file_len(p, &len), **args;
 
 	free(p);
-	if (!f)
+	if (!buf)
 		return;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = 0;
 	/* cmdline is NUL-separated; a fixture may use newlines instead. */
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] == '\n')
 			buf[i] = 0;
-	for (size_t i = 0; i < len && na < 256; i += strlen(buf + i) + 1)
+	args = xcalloc(len / 2 + 1, sizeof(char *));
+	for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
 		if (buf[i])
 			args[na++] = buf + i;
-	for (int i = 0; i < na; i++) {
+	for (size_t i = 0; i < na; i++) {
 		const char *v = NULL;
 
 		if (!strncmp(args[i], "--banirq=", 9))
@@ -112,12 +110,17 @@ static void irqbalance_args(struct nic *nic)
 					nic->irqs[k].banned = true;
 			continue;
 		}
-		if (!strncmp(args[i], "--policyscript=", 15))
+		if (!strncmp(args[i], "--policyscript=", 15)) {
+			free(nic->policyscript);
 			nic->policyscript = xstrdup(args[i] + 15);
-		else if ((!strcmp(args[i], "-l") || !strcmp(args[i], "--policyscript")) &&
-			 i + 1 < na)
+		} else if ((!strcmp(args[i], "-l") || !strcmp(args[i], "--policyscript")) &&
+			   i + 1 < na) {
+			free(nic->policyscript);
 			nic->policyscript = xstrdup(args[++i]);
+		}
 	}
+	free(args);
+	free(buf);
 }
 
 static char *policy_path(void)
@@ -578,14 +581,21 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 			free(blk);
 		}
 	}
-	if (strchr(dev, '/') || !*dev || stat(net, &st))
+	if (strchr(dev, '/') || !*dev || stat(net, &st)) {
+		free(net);
+		free(link);
 		return nic_fail(nic, quiet, true,
 				xsprintf("no network or block device '%s' (nothing in %s/class/net or class/block)",
 					 dev, sysfs_root()));
-	if (!realpath(link, real))
+	}
+	free(net);
+	if (!realpath(link, real)) {
+		free(link);
 		return nic_fail(nic, quiet, true,
 				xsprintf("%s has no device (a virtual interface): it has no IRQs of its own",
 					 dev));
+	}
+	free(link);
 	/* virtio-net's device link is the virtio device, below the PCI function. */
 	nic->pci = pci_function(real);
 	if (!nic->pci)
@@ -625,9 +635,51 @@ static int nic_load(struct nic *nic, const char *dev, int forced_node, bool quie
 		irqbalance_args(nic);
 		policy_bans(nic);
 	}
-	free(net);
-	free(link);
 	return 0;
+}
+
+/* What nic_load() allocated (also after a failure). */
+static void nic_free(struct nic *nic)
+{
+	for (int i = 0; i < nic->nirq; i++) {
+		free(nic->irqs[i].name);
+		free(nic->irqs[i].tail);
+		free(nic->irqs[i].aff);
+		free(nic->irqs[i].eff);
+		free(nic->irqs[i].hint);
+	}
+	free(nic->irqs);
+	free(nic->pci);
+	free(nic->bdf);
+	free(nic->problem);
+	free(nic->policyscript);
+	memset(nic, 0, sizeof(*nic));
+}
+
+/*
+ * For snapshot.c: whether DEV is a NIC irq show can read (0), not one at
+ * all (1: virtual, not behind PCI, absent), or one that cannot be read
+ * (-1; why in *problem, malloc'd, and its PCI address in *bdf if known).
+ */
+int nic_probe(const char *dev, char **problem, char **bdf)
+{
+	struct nic nic;
+	int rc;
+
+	*problem = *bdf = NULL;
+	if (!nic_load(&nic, dev, -1, true)) {
+		nic_free(&nic);
+		return 0;
+	}
+	rc = nic.not_nic ? 1 : -1;
+	if (rc < 0) {
+		*problem = nic.problem;
+		nic.problem = NULL;
+		*bdf = nic.bdf;
+		nic.bdf = NULL;
+	}
+	nic_free(&nic);
+	return rc;
 }
 
 static char *queue_mask(const char *dev, const char *q, const char *file)
@@ -912,27 +964,36 @@ static char *policy_text(const struct nic *nic, const char *old)
 
 /*
  * Writes the script atomically, its former text (old, NULL when there was
- * none) noted for revert; 0, or one message and EXIT_FAILED.
+ * none) noted for revert and, in log (NULL: none), for the verb's own
+ * rollback; 0, or one message and EXIT_FAILED.
  */
 static int policy_write(const char *path, const char *old, const char *text,
-			const char *verb)
+			const char *verb, struct undo_log *log)
 {
 	char *dir = xstrdup(path), *tmp;
 
 	*strrchr(dir, '/') = 0;
 	if (mkdir(dir, 0755) && errno != EEXIST) {
-		err("cannot create %s: %s%s", dir, strerror(errno),
-		    errno == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		int e = errno;
+		char *why = xsprintf(" (%s needs root)", verb);
+
+		err("cannot create %s: %s%s", dir, strerror(e), e == EACCES ? why : "");
+		free(why);
+		free(dir);
 		return EXIT_FAILED;
 	}
 	free(dir);
-	undo_note(NULL, path, old, "irqbalance policy script", true);
+	if (undo_note(log, path, old, "irqbalance policy script", true))
+		return EXIT_FAILED;
 	if (write_atomic(path, text, 0755, &tmp)) {
 		int e = errno;
+		char *why = xsprintf(" (%s needs root)", verb);
 
 		err("cannot write %s: %s%s", tmp ? tmp : path, strerror(e),
-		    e == EACCES ? xsprintf(" (%s needs root)", verb) : "");
+		    e == EACCES ? why : "");
+		free(why);
 		free(tmp);
+		undo_unnote(log);
 		return EXIT_FAILED;
 	}
 	return 0;
@@ -1070,9 +1131,15 @@ static int write_irq(struct nic *nic, struct plan *p, struct undo_log *log)
 {
 	struct irq *q = &nic->irqs[p->irq];
 	struct cpus got, eff;
-	char *now, *e, *what;
-	int r = write_file(p->path, p->val);
+	char *now, *e, *what = xsprintf("IRQ %d (%s) affinity", q->n, q->name);
+	int r = undo_note(log, p->path, p->old, what, false);
 
+	free(what);
+	if (r)
+		return EXIT_FAILED;
+	r = write_file(p->path, p->val);
+	if (r)
+		undo_unnote(log);	/* refused: nothing changed */
 	if (r == -EIO || r == -EPERM) {
 		/* The kernel manages this one's affinity. */
 		q->managed = true;
@@ -1084,9 +1151,6 @@ static int write_irq(struct nic *nic, struct plan *p, struct undo_log *log)
 		    strerror(-r));
 		return EXIT_FAILED;
 	}
-	what = xsprintf("IRQ %d (%s) affinity", q->n, q->name);
-	undo_note(log, p->path, p->old, what, false);
-	free(what);
 	now = read_file(p->path);
 	if (!now || cpulist_parse(now, &got) || !cpus_equal(&got, &p->want)) {
 		err("IRQ %d: wrote %s, read back '%s'", q->n, p->val,
@@ -1120,15 +1184,18 @@ static int write_xps(struct nic *nic, struct plan *plan, struct plan *p,
 	int r;
 
 	xps_follow(nic, plan, p);	/* its IRQ may have turned out managed */
+	what = xsprintf("%s tx-%d XPS", nic->dev, p->queue);
+	r = undo_note(log, p->path, p->old, what, false);
+	free(what);
+	if (r)
+		return EXIT_FAILED;
 	r = write_file(p->path, p->val);
 	if (r) {
+		undo_unnote(log);
 		err("tx-%d: writing %s to %s failed: %s", p->queue, p->val, p->path,
 		    strerror(-r));
 		return EXIT_FAILED;
 	}
-	what = xsprintf("%s tx-%d XPS", nic->dev, p->queue);
-	undo_note(log, p->path, p->old, what, false);
-	free(what);
 	now = read_file(p->path);
 	if (!now || cpumask_parse(now, &got) || !cpus_equal(&got, &p->want)) {
 		err("tx-%d: wrote XPS mask %s, read back '%s'", p->queue, p->val,
@@ -1144,7 +1211,8 @@ static int write_xps(struct nic *nic, struct plan *plan, struct plan *p,
  * Bans the device from irqbalance before the first affinity write, so that
  * irqbalance cannot move an IRQ between our write and the ban.
  */
-static int ban_first(struct nic *nic, const struct plan *plan, int nplan, char **banned)
+static int ban_first(struct nic *nic, const struct plan *plan, int nplan, char **banned,
+		     struct undo_log *log)
 {
 	char *path, *old, *text;
 	bool need = false;
@@ -1161,7 +1229,7 @@ static int ban_first(struct nic *nic, const struct plan *plan, int nplan, char *
 		return 0;
 	old = read_file(path);
 	text = policy_text(nic, old);
-	r = policy_write(path, old, text, "irq set");
+	r = policy_write(path, old, text, "irq set", log);
 	free(old);
 	free(text);
 	if (r)
@@ -1349,9 +1417,12 @@ static int irq_set(struct nic *nic, char **rest, int nrest)
 	for (int q = 0; xps && q < nic->ntx; q++)
 		if (plan_xps(nic, plan, &plan[nplan++], q))
 			return EXIT_FAILED;
-	if (ban_first(nic, plan, nplan, &banned))
-		return EXIT_FAILED;
+	/* The script the ban writes is in the log: a failure below puts it back too. */
 	log = undo_new();
+	if (ban_first(nic, plan, nplan, &banned, log)) {
+		undo_free(log);
+		return EXIT_FAILED;
+	}
 
 	for (int i = 0; i < nplan && !g.dry_run && !rc; i++) {
 		if (plan[i].skipped)
@@ -1412,7 +1483,7 @@ static int irq_ban(struct nic *nic)
 		free(old);
 		return 0;
 	}
-	r = policy_write(path, old, out, "irq ban");
+	r = policy_write(path, old, out, "irq ban", NULL);
 	free(old);
 	if (r)
 		return r;
@@ -1458,13 +1529,15 @@ int cmd_irq(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	r = nic_load(&nic, dev, node, false);
-	if (r)
-		return r;
-	if (!strcmp(verb, "show"))
-		return irq_show(&nic);
-	if (!strcmp(verb, "ban"))
-		return irq_ban(&nic);
-	return irq_set(&nic, rest, nrest);
+	if (!r && !strcmp(verb, "show"))
+		r = irq_show(&nic);
+	else if (!r && !strcmp(verb, "ban"))
+		r = irq_ban(&nic);
+	else if (!r)
+		r = irq_set(&nic, rest, nrest);
+	nic_free(&nic);
+	free(rest);
+	return r;
 }
 
 /* A check that could not run is said, never skipped in silence. */
@@ -1542,7 +1615,7 @@ void doctor_irq(struct doctor *d)
 				doctor_unread(d, what);
 				free(what);
 			}
-			free(nic.problem);
+			nic_free(&nic);
 			continue;
 		}
 		if (nic.names_err && !names_said) {
@@ -1554,6 +1627,7 @@ void doctor_irq(struct doctor *d)
 			names_said = true;
 		}
 		doctor_nic(d, &nic);
+		nic_free(&nic);
 	}
 	if (dir)
 		closedir(dir);

@@ -152,15 +152,18 @@ static char *base_url(const struct bmc *b)
 /*
  * A path the BMC gave us as it is sent back: absolute paths as they are;
  * a full URL only for its path, so a token never goes to another host.
+ * Anything else (a link without its leading '/': "@evil.example/x" after
+ * the base URL would name another host) is NULL: not followed.
  */
 static const char *path_of(const char *p)
 {
 	const char *s = strstr(p, "://");
 
-	if (!s || strchr(p, '/') < s)
-		return p;
-	s = strchr(s + 3, '/');
-	return s ? s : "/";
+	if (s && strchr(p, '/') == s + 1) {
+		s = strchr(s + 3, '/');
+		return s ? s : "/";
+	}
+	return p[0] == '/' ? p : NULL;
 }
 
 /* The first message a Redfish error body carries, if any. */
@@ -218,14 +221,21 @@ static int rf_call(struct rf *rf, const char *method, const char *path,
 {
 	struct curl_slist *h = NULL;
 	struct buf resp = { 0 };
-	char *url = xsprintf("%s%s", rf->base, path_of(path)), *tok = NULL;
-	char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	const char *rel = path_of(path);
+	char *url, *tok = NULL, *data;
 	char ebuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	CURLcode rc;
 
 	if (out)
 		*out = NULL;
+	if (!rel) {
+		err("%s '%s': the BMC gave a link that is not a path on it (no leading '/'): refused, nothing sent",
+		    method, path);
+		return -1;
+	}
+	url = xsprintf("%s%s", rf->base, rel);
+	data = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	rf_options(rf, timeout, auth);
 	h = curl_slist_append(h, "Accept: application/json");
 	h = curl_slist_append(h, "OData-Version: 4.0");
@@ -379,12 +389,12 @@ static int rf_open(struct rf *rf, const struct bmc *b, json_t **root)
 	}
 	rf->token = rf->hdr_token;
 	rf->hdr_token = NULL;
-	if (rf->hdr_location)
+	if (rf->hdr_location && path_of(rf->hdr_location))
 		rf->session = xstrdup(path_of(rf->hdr_location));
-	else if (odata_id(resp, NULL))
-		rf->session = xstrdup(odata_id(resp, NULL));
+	else if (odata_id(resp, NULL) && path_of(odata_id(resp, NULL)))
+		rf->session = xstrdup(path_of(odata_id(resp, NULL)));
 	else
-		warnx("the BMC gave no URI for the session: it stays open until it times out");
+		warnx("the BMC gave no path for the session: it stays open until it times out");
 	json_decref(resp);
 	return 0;
 }
@@ -435,7 +445,7 @@ static char *member_name(const char *id)
 /* A member link as a path: a relative one is taken under the collection. */
 static char *member_path(const char *systems, const char *id)
 {
-	if (id[0] == '/' || strstr(id, "://"))
+	if (path_of(id))
 		return xstrdup(path_of(id));
 	return xsprintf("%s/%s", systems, id);
 }
@@ -553,22 +563,59 @@ static char *settings_path(const struct rf_sys *s)
 	return p ? xstrdup(p) : xsprintf("%s/Settings", s->bios_path);
 }
 
+/*
+ * The value pending in the settings object (applied at the next reset), if
+ * it differs from the current one: a new string in *pending, or NULL when
+ * nothing else is pending.  A BMC whose Bios advertises no settings object
+ * and has none at the default path (404) has nothing pending.  0, or -1
+ * after a message: what the next reset would apply is unknown.
+ */
+static int read_pending(struct rf *rf, const struct rf_sys *s, const char *sp,
+			char **pending)
+{
+	json_t *set = NULL;
+	bool advertised = odata_id(json_object_get(s->bios, "@Redfish.Settings"),
+				   "SettingsObject") != NULL;
+	const char *v, *m;
+	int st = rf_request(rf, "GET", sp, NULL, &set);
+
+	*pending = NULL;
+	if (st == 404 && !advertised) {
+		json_decref(set);
+		return 0;
+	}
+	if (st != 200 || !json_is_object(set)) {
+		m = rf_message(set);
+		if (st >= 0)
+			err("GET %s: HTTP %d%s%s", sp, st, m ? ": " : "", m ? m : "");
+		err("the pending BIOS settings (%s) cannot be read: what the next reset applies is unknown",
+		    sp);
+		json_decref(set);
+		return -1;
+	}
+	v = str_of(json_object_get(set, "Attributes"), s->map->attr);
+	if (v && strcmp(v, s->value))
+		*pending = xstrdup(v);
+	json_decref(set);
+	return 0;
+}
+
 static int do_show(struct rf *rf, json_t *root)
 {
 	struct rf_sys s = { 0 };
-	char *sp;
-	json_t *set = NULL;
-	const char *pending = NULL, *m;
+	char *sp, *pending = NULL;
+	const char *m;
 
 	if (rf_load(rf, root, &s)) {
 		rf_sys_free(&s);
 		return EXIT_FAILED;
 	}
 	sp = settings_path(&s);
-	if (rf_request(rf, "GET", sp, NULL, &set) == 200)
-		pending = str_of(json_object_get(set, "Attributes"), s.map->attr);
-	if (pending && !strcmp(pending, s.value))
-		pending = NULL;
+	if (read_pending(rf, &s, sp, &pending)) {
+		free(sp);
+		rf_sys_free(&s);
+		return EXIT_FAILED;
+	}
 	m = mode_of(s.map, s.value);
 	if (g.json) {
 		jopen('{');
@@ -590,7 +637,7 @@ static int do_show(struct rf *rf, json_t *root)
 			printf("pending: %s = %s, applied at the next reboot\n",
 			       s.map->attr, pending);
 	}
-	json_decref(set);
+	free(pending);
 	free(sp);
 	rf_sys_free(&s);
 	return 0;
@@ -682,7 +729,8 @@ static int rf_reset(struct rf *rf, json_t *sys, const char *sys_path,
 
 /* -j for set: what was (or would be) changed, and the reset. */
 static void set_json(const struct rf_sys *s, const char *sp, const char *want,
-		     int mode, bool changed, const struct reset_info *r)
+		     int mode, bool changed, const char *was_pending,
+		     const struct reset_info *r)
 {
 	jopen('{');
 	jstr("via", "redfish");
@@ -696,7 +744,8 @@ static void set_json(const struct rf_sys *s, const char *sp, const char *want,
 	jstr("to", want);
 	jbool("changed", changed);
 	jstr("settings", sp);
-	jstr("pending", changed ? want : NULL);
+	jstr("was_pending", was_pending);
+	jstr("pending", changed && strcmp(s->value, want) ? want : NULL);
 	reset_json(r);
 	jclose();
 	jend();
@@ -707,8 +756,9 @@ static int do_set(struct rf *rf, json_t *root, int mode, bool reboot)
 	struct rf_sys s = { 0 };
 	struct reset_info r = { 0 };
 	const char *want;
-	char *sp = NULL, *dump = NULL;
+	char *sp = NULL, *dump = NULL, *pending = NULL;
 	json_t *body = NULL, *resp = NULL;
+	bool clear;
 	int st, rc = EXIT_FAILED;
 
 	if (rf_load(rf, root, &s))
@@ -719,15 +769,23 @@ static int do_set(struct rf *rf, json_t *root, int mode, bool reboot)
 		    snoop_modes[mode], s.map->attr);
 		goto out;
 	}
-	if (!strcmp(s.value, want)) {
-		info("%s is already %s (snoop-mode %s): nothing to change", s.map->attr,
-		     want, snoop_modes[mode]);
+	/* Another value pending would apply at the next reset, whatever is current. */
+	sp = settings_path(&s);
+	if (read_pending(rf, &s, sp, &pending)) {
+		err("refusing to set snoop-mode %s without knowing what is pending",
+		    snoop_modes[mode]);
+		goto out;
+	}
+	if (!strcmp(s.value, want) && (!pending || !strcmp(pending, want))) {
+		info("%s is already %s (snoop-mode %s), nothing else pending: nothing to change",
+		     s.map->attr, want, snoop_modes[mode]);
 		if (g.json)
-			set_json(&s, NULL, want, mode, false, NULL);
+			set_json(&s, NULL, want, mode, false, NULL, NULL);
 		rc = 0;
 		goto out;
 	}
-	sp = settings_path(&s);
+	/* The value is current, another pending: set back, nothing left to reset for. */
+	clear = !strcmp(s.value, want);
 	body = json_pack("{s:{s:s}, s:{s:s}}", "Attributes", s.map->attr, want,
 			 "@Redfish.SettingsApplyTime", "ApplyTime", "OnReset");
 	dump = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
@@ -742,22 +800,29 @@ static int do_set(struct rf *rf, json_t *root, int mode, bool reboot)
 		}
 		if (st != 200 && st != 202 && st != 204)
 			goto out;
-		info("%s: %s %s -> %s is pending (applies at the next reset)", s.sys_path,
-		     s.map->attr, s.value, want);
+		if (clear)
+			info("%s: %s is %s, but %s was pending (it would have applied at the next reset): set back to %s, nothing pending",
+			     s.sys_path, s.map->attr, s.value, pending, want);
+		else
+			info("%s: %s %s -> %s is pending (applies at the next reset)", s.sys_path,
+			     s.map->attr, s.value, want);
 	}
-	if (reboot && rf_reset(rf, s.sys, s.sys_path, &r))
+	if (clear && reboot)
+		info("no reset: the BIOS already runs %s (snoop-mode %s)", want, snoop_modes[mode]);
+	if (reboot && !clear && rf_reset(rf, s.sys, s.sys_path, &r))
 		goto out;
-	if (!reboot && !g.dry_run)
+	if (!reboot && !clear && !g.dry_run)
 		info("not rebooting: run 'aheadctl --yes bios power-cycle --bmc %s%s' (a graceful restart) or add --reboot",
 		     rf->b->url, rf->b->insecure_http ? " --insecure-http" : "");
 	if (g.json)
-		set_json(&s, sp, want, mode, true, reboot ? &r : NULL);
+		set_json(&s, sp, want, mode, true, pending, reboot ? &r : NULL);
 	rc = 0;
 out:
 	json_decref(body);
 	json_decref(resp);
 	free(dump);
 	free(sp);
+	free(pending);
 	rf_sys_free(&s);
 	return rc;
 }

@@ -17,20 +17,45 @@
 #define SNAP_FORMAT "aheadctl-snapshot"
 #define SNAP_VERSION 1
 
-/* What a diff found: regressions (each with its fix) and plain changes. */
+/*
+ * What a diff found: regressions (each with its fix), what could not be
+ * compared because one side is unknown (each with what to do), and plain
+ * changes.  path: the snapshot's, for the fixes; skip_bw: --skip-bw;
+ * no_bmc: the snoop mode was not read now on purpose (the doctor).
+ */
 struct report {
-	int n, nnotes;
-	char **what, **fix, **notes;
+	int n, nnotes, nunk;
+	char **what, **fix, **notes, **unk_what, **unk_fix;
+	const char *path;
+	bool skip_bw, no_bmc;
 };
+
+static void add_pair(char ***a, char ***b, int *n, char *x, char *y)
+{
+	*a = realloc(*a, (*n + 1) * sizeof(char *));
+	*b = realloc(*b, (*n + 1) * sizeof(char *));
+	if (!*a || !*b)
+		exit(EXIT_FAILED);
+	(*a)[*n] = x;
+	(*b)[(*n)++] = y;
+}
 
 static void regress(struct report *r, char *what, char *fix)
 {
-	r->what = realloc(r->what, (r->n + 1) * sizeof(char *));
-	r->fix = realloc(r->fix, (r->n + 1) * sizeof(char *));
-	if (!r->what || !r->fix)
-		exit(EXIT_FAILED);
-	r->what[r->n] = what;
-	r->fix[r->n++] = fix;
+	add_pair(&r->what, &r->fix, &r->n, what, fix);
+}
+
+/* One side unknown: said, never compared (a missing side is no regression). */
+static void not_compared(struct report *r, char *what, char *fix)
+{
+	add_pair(&r->unk_what, &r->unk_fix, &r->nunk, what, fix);
+}
+
+/* The fix for what the snapshot itself did not record. */
+static char *resave_fix(const struct report *r)
+{
+	return xsprintf("aheadctl snapshot save %s (a new baseline, on a node in its known good state, once it can be read)",
+			shq(r->path ? r->path : "FILE"));
 }
 
 static void note(struct report *r, char *s)
@@ -53,6 +78,34 @@ static long long jint_of(json_t *o, const char *k, long long dflt)
 	json_t *v = json_object_get(o, k);
 
 	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/*
+ * A source that could not be read is recorded as unknown, never as empty:
+ * the field is null and the snapshot's "unknown" object says why, by area
+ * ("aheadfs", "bandwidth", "snoop_mode"); a NIC that cannot be read is an
+ * entry with its own "unknown".  Saying that a mount is gone because the
+ * mounts could not be listed would print a fix that mounts it twice.
+ */
+static void set_unknown(json_t *s, const char *area, const char *why)
+{
+	json_t *u = json_object_get(s, "unknown");
+
+	json_object_set_new(u, area, json_string(why));
+	warnx("snapshot: %s unknown (%s): recorded as unknown, not compared", area, why);
+}
+
+static const char *unknown_of(json_t *s, const char *area)
+{
+	return json_string_value(json_object_get(json_object_get(s, "unknown"), area));
+}
+
+/* The message of a child's -j error document, or dflt. */
+static const char *child_error(json_t *j, const char *dflt)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+
+	return m ? m : dflt;
 }
 
 /* ---- taking a snapshot ---- */
@@ -115,7 +168,10 @@ static void nic_driver(json_t *o, const char *dev)
 	free(ver);
 }
 
-/* One NIC as 'irq show' sees it, plus its driver; NULL if not a PCI NIC. */
+/*
+ * One NIC as 'irq show' sees it, plus its driver; NULL if not a PCI NIC;
+ * a PCI NIC 'irq show' cannot read is an entry that says why ("unknown").
+ */
 static json_t *nic_snap(const char *dev)
 {
 	char *a[] = { "-j", "irq", "show", "dev", (char *)dev, NULL };
@@ -125,8 +181,19 @@ static json_t *nic_snap(const char *dev)
 
 	show = self_json(a, &rc, true);
 	if (rc || !json_is_object(show)) {
+		char *why = NULL, *bdf = NULL;
+
+		o = NULL;
+		if (nic_probe(dev, &why, &bdf) != 1) {
+			o = json_pack("{s:s, s:s?, s:s}", "dev", dev, "pci", bdf, "unknown",
+				      why ? why : child_error(show, "irq show failed"));
+			warnx("snapshot: NIC %s unknown (%s): recorded as unknown, not compared",
+			      dev, json_string_value(json_object_get(o, "unknown")));
+		}
+		free(why);
+		free(bdf);
 		json_decref(show);
-		return NULL;
+		return o;
 	}
 	o = json_object();
 	json_object_set_new(o, "dev", json_string(dev));
@@ -262,14 +329,15 @@ static int class_names(const char *cls, char ***names)
 	return n;
 }
 
-static json_t *bandwidth_snap(void)
+static json_t *bandwidth_snap(json_t *s)
 {
 	char *a[] = { "-j", "numa", "bw", "--size", "64M", "--seconds", "0.2", NULL };
 	json_t *bw, *o;
 	int rc;
 
 	bw = self_json(a, &rc, false);
-	if (rc || !bw) {
+	if (rc || !json_is_object(bw)) {
+		set_unknown(s, "bandwidth", child_error(bw, "numa bw failed"));
 		json_decref(bw);
 		return json_null();
 	}
@@ -280,14 +348,20 @@ static json_t *bandwidth_snap(void)
 	return o;
 }
 
-static json_t *mounts_snap(void)
+static json_t *mounts_snap(json_t *s)
 {
 	char *a[] = { "-j", "fs", "show", NULL };
-	json_t *all, *out = json_array(), *e;
+	json_t *all, *out, *e;
 	size_t i;
 	int rc;
 
 	all = self_json(a, &rc, true);
+	if (rc || !json_is_array(all)) {
+		set_unknown(s, "aheadfs", child_error(all, "fs show failed"));
+		json_decref(all);
+		return json_null();
+	}
+	out = json_array();
 	json_array_foreach(all, i, e) {
 		json_t *m = json_object();
 
@@ -300,13 +374,16 @@ static json_t *mounts_snap(void)
 	return out;
 }
 
-/* Everything, now.  bw: measure the bandwidth matrix; c: for the BMC, or NULL. */
-static json_t *snap_take(bool bw, const struct conf *c)
+/*
+ * Everything, now.  bw: measure the bandwidth matrix; c: the config (its
+ * BMC), or NULL; bmc: read the snoop mode through that BMC (the doctor
+ * does not contact it).
+ */
+static json_t *snap_take(bool bw, const struct conf *c, bool bmc)
 {
 	json_t *s = json_object(), *nics = json_array(), *disks = json_array(), *ib;
-	char **names, *k = kernel_release(), stamp[32];
+	char **names, *k = kernel_release(), stamp[32], *snoop = NULL;
 	const char *expected;
-	char *snoop = c ? conf_snoop_mode(c, &expected, false) : NULL;
 	time_t now = time(NULL);
 	int n, pid = irqbalance_pid();
 
@@ -315,7 +392,13 @@ static json_t *snap_take(bool bw, const struct conf *c)
 	json_object_set_new(s, "version", json_integer(SNAP_VERSION));
 	json_object_set_new(s, "saved", json_string(stamp));
 	json_object_set_new(s, "kernel", json_string(k));
+	json_object_set_new(s, "unknown", json_object());
 	free(k);
+	if (c && bmc && conf_has_bmc(c)) {
+		snoop = conf_snoop_mode(c, &expected, false);
+		if (!snoop)
+			set_unknown(s, "snoop_mode", "the BMC of [bios] did not answer (see above)");
+	}
 	n = class_names("net", &names);
 	for (int i = 0; i < n; i++) {
 		json_t *o = nic_snap(names[i]);
@@ -336,10 +419,10 @@ static json_t *snap_take(bool bw, const struct conf *c)
 	free(names);
 	json_object_set_new(s, "nics", nics);
 	json_object_set_new(s, "disks", disks);
-	json_object_set_new(s, "bandwidth", bw ? bandwidth_snap() : json_null());
+	json_object_set_new(s, "bandwidth", bw ? bandwidth_snap(s) : json_null());
 	json_object_set_new(s, "snoop_mode", snoop ? json_string(snoop) : json_null());
 	free(snoop);
-	json_object_set_new(s, "aheadfs", mounts_snap());
+	json_object_set_new(s, "aheadfs", mounts_snap(s));
 	ib = json_object();
 	json_object_set_new(ib, "running", json_boolean(pid));
 	json_object_set_new(ib, "pid", pid ? json_integer(pid) : json_null());
@@ -480,6 +563,12 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 	json_t *n = find_by(nics, "dev", dev);
 	long long bn = jint_of(b, "numa_node", -1), nn;
 
+	if (json_string_value(json_object_get(b, "unknown"))) {
+		not_compared(r, xsprintf("%s: unknown in the snapshot (%s)", dev,
+					 jstr_of(b, "unknown")), resave_fix(r));
+		return;
+	}
+
 	if (!n && (n = find_by(nics, "pci", jstr_of(b, "pci")))) {
 		regress(r, xsprintf("%s (pci %s) is now named %s", dev, jstr_of(b, "pci"),
 				    jstr_of(n, "dev")),
@@ -491,6 +580,13 @@ static void diff_nic(struct report *r, json_t *b, json_t *nics)
 		regress(r, xsprintf("%s (pci %s, driver %s) is gone", dev, jstr_of(b, "pci"),
 				    *bd ? bd : "?"),
 			xsprintf("modprobe %s (dmesg says why it did not bind)", *bd ? shq(bd) : "DRIVER"));
+		return;
+	}
+	if (json_string_value(json_object_get(n, "unknown"))) {
+		not_compared(r, xsprintf("%s: not compared: it cannot be read now (%s)", dev,
+					 jstr_of(n, "unknown")),
+			     xsprintf("none from aheadctl: 'aheadctl irq show dev %s' says why; fix that and run it again",
+				      shq(dev)));
 		return;
 	}
 	if (*bd && strcmp(bd, jstr_of(n, "driver"))) {
@@ -600,12 +696,34 @@ static void diff_mount(struct report *r, json_t *b, json_t *mounts)
 	free(q);
 }
 
+/* The snoop mode: compared when both sides have it, else said why not. */
+static void diff_snoop(struct report *r, json_t *b, json_t *n, const struct conf *c)
+{
+	const char *bs = json_string_value(json_object_get(b, "snoop_mode"));
+	const char *ns = json_string_value(json_object_get(n, "snoop_mode"));
+	const char *bu = unknown_of(b, "snoop_mode"), *nu = unknown_of(n, "snoop_mode");
+
+	if (bs && ns && strcmp(bs, ns))
+		regress(r, xsprintf("BIOS snoop mode %s, was %s", ns, bs),
+			c ? conf_bios_fix(c, bs) :
+			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", shq(bs)));
+	else if (bs && nu)
+		not_compared(r, xsprintf("the BIOS snoop mode (%s in the snapshot) not compared: %s",
+					 bs, nu),
+			     xsprintf("none from aheadctl: make the BMC answer ('aheadctl bios show' with [bios]'s options says why) and run it again"));
+	else if (bs && !ns && !r->no_bmc)
+		note(r, xsprintf("the BIOS snoop mode (%s in the snapshot) not compared: no bmc in [bios] of the config",
+				 bs));
+	else if (bu && (ns || nu))
+		not_compared(r, xsprintf("the BIOS snoop mode: unknown in the snapshot (%s)", bu),
+			     resave_fix(r));
+}
+
 static void diff_node(struct report *r, json_t *b, json_t *n, const struct conf *c)
 {
 	json_t *bb = json_object_get(b, "bandwidth"), *nb = json_object_get(n, "bandwidth");
 	json_t *br = json_object_get(bb, "worst_ratio"), *nr = json_object_get(nb, "worst_ratio");
 	const char *bs = json_string_value(json_object_get(b, "snoop_mode"));
-	const char *ns = json_string_value(json_object_get(n, "snoop_mode"));
 
 	if (strcmp(jstr_of(b, "kernel"), jstr_of(n, "kernel")))
 		note(r, xsprintf("kernel %s -> %s", jstr_of(b, "kernel"), jstr_of(n, "kernel")));
@@ -616,10 +734,14 @@ static void diff_node(struct report *r, json_t *b, json_t *n, const struct conf 
 				    json_number_value(nr), json_number_value(br), BW_RATIO_THRESHOLD),
 			xsprintf("aheadctl bios show; then aheadctl --yes bios set snoop-mode %s --reboot",
 				 bs ? shq(bs) : "home"));
-	if (bs && ns && strcmp(bs, ns))
-		regress(r, xsprintf("BIOS snoop mode %s, was %s", ns, bs),
-			c ? conf_bios_fix(c, bs) :
-			xsprintf("aheadctl --yes bios set snoop-mode %s --reboot --bmc URL", shq(bs)));
+	else if (json_is_number(br) && unknown_of(n, "bandwidth"))
+		not_compared(r, xsprintf("the cross-node bandwidth (ratio %.2f in the snapshot) not compared: it cannot be measured now (%s)",
+					 json_number_value(br), unknown_of(n, "bandwidth")),
+			     xstrdup("none from aheadctl: 'aheadctl numa bw' says why; fix that and run it again (or pass --skip-bw)"));
+	else if (unknown_of(b, "bandwidth") && !r->skip_bw)
+		not_compared(r, xsprintf("the cross-node bandwidth: not measured in the snapshot (%s)",
+					 unknown_of(b, "bandwidth")), resave_fix(r));
+	diff_snoop(r, b, n, c);
 	if (!jint_of(json_object_get(b, "irqbalance"), "pid", 0) &&
 	    jint_of(json_object_get(n, "irqbalance"), "pid", 0))
 		note(r, xsprintf("irqbalance is running now (pid %lld), it was not",
@@ -641,8 +763,17 @@ static void snap_diff(struct report *r, json_t *b, json_t *n, const struct conf 
 					 jstr_of(e, "driver")));
 	json_array_foreach(json_object_get(b, "disks"), i, e)
 		diff_disk(r, e, json_object_get(n, "disks"));
-	json_array_foreach(json_object_get(b, "aheadfs"), i, e)
-		diff_mount(r, e, json_object_get(n, "aheadfs"));
+	if (unknown_of(b, "aheadfs"))
+		not_compared(r, xsprintf("the aheadfs mounts: unknown in the snapshot (%s)",
+					 unknown_of(b, "aheadfs")), resave_fix(r));
+	else if (json_array_size(json_object_get(b, "aheadfs")) &&
+		 !json_is_array(json_object_get(n, "aheadfs")))
+		not_compared(r, xsprintf("the aheadfs mounts not compared: they cannot be listed now (%s)",
+					 unknown_of(n, "aheadfs") ? unknown_of(n, "aheadfs") : "?"),
+			     xstrdup("none from aheadctl: 'aheadctl fs show' says why; fix that and run it again"));
+	else
+		json_array_foreach(json_object_get(b, "aheadfs"), i, e)
+			diff_mount(r, e, json_object_get(n, "aheadfs"));
 }
 
 static json_t *snap_check(json_t *s, const char *path);
@@ -684,13 +815,29 @@ static json_t *snap_check(json_t *s, const char *path)
 	return s;
 }
 
+/* What this snapshot could not read: areas and NICs, for the summary. */
+static json_t *unknowns(json_t *s)
+{
+	json_t *l = json_array(), *e;
+	const char *k;
+	size_t i;
+
+	json_object_foreach(json_object_get(s, "unknown"), k, e)
+		json_array_append_new(l, json_string(k));
+	json_array_foreach(json_object_get(s, "nics"), i, e)
+		if (json_string_value(json_object_get(e, "unknown")))
+			json_array_append_new(l, json_sprintf("NIC %s", jstr_of(e, "dev")));
+	return l;
+}
+
 static int snap_save(const char *path, bool bw, const struct conf *c)
 {
-	json_t *s = snap_take(bw, c);
+	json_t *s = snap_take(bw, c, true), *unk;
 	char *tmp = NULL, *text;
 	size_t nn = json_array_size(json_object_get(s, "nics"));
 	size_t nd = json_array_size(json_object_get(s, "disks"));
 	size_t nm = json_array_size(json_object_get(s, "aheadfs"));
+	const char *snoop = json_string_value(json_object_get(s, "snoop_mode"));
 
 	if (g.dry_run) {
 		/* The snapshot it would write, on stdout. */
@@ -713,40 +860,62 @@ static int snap_save(const char *path, bool bw, const struct conf *c)
 		return EXIT_FAILED;
 	}
 	free(text);
+	unk = unknowns(s);
 	if (g.json) {
 		jopen('{');
 		jstr("path", path);
 		jstr("kernel", jstr_of(s, "kernel"));
 		jint("nics", nn);
 		jint("disks", nd);
-		jint("aheadfs", nm);
+		if (unknown_of(s, "aheadfs"))
+			jnull("aheadfs");
+		else
+			jint("aheadfs", nm);
 		jbool("bandwidth", json_is_object(json_object_get(s, "bandwidth")));
-		jstr("snoop_mode", json_string_value(json_object_get(s, "snoop_mode")));
+		jstr("snoop_mode", snoop);
+		jvalue("unknown", unk);
 		jclose();
 		jend();
 	} else {
-		printf("saved %s: kernel %s, %zu NICs, %zu disks, %zu aheadfs mounts, bandwidth %s, snoop mode %s\n",
-		       path, jstr_of(s, "kernel"), nn, nd, nm,
+		char *mounts = unknown_of(s, "aheadfs") ? xstrdup("aheadfs mounts unknown") :
+			xsprintf("%zu aheadfs mounts", nm);
+
+		printf("saved %s: kernel %s, %zu NICs, %zu disks, %s, bandwidth %s, snoop mode %s\n",
+		       path, jstr_of(s, "kernel"), nn, nd, mounts,
 		       json_is_object(json_object_get(s, "bandwidth")) ? "measured" :
 		       bw ? "not measured (numa bw failed)" : "skipped (--skip-bw)",
-		       json_string_value(json_object_get(s, "snoop_mode")) ?
-		       json_string_value(json_object_get(s, "snoop_mode")) : "not read (no [bios] bmc)");
+		       snoop ? snoop : unknown_of(s, "snoop_mode") ? "unknown (the BMC did not answer)" :
+		       "not read (no [bios] bmc)");
+		free(mounts);
+		if (json_array_size(unk)) {
+			printf("unknown (not compared by diff until saved again):");
+			for (size_t i = 0; i < json_array_size(unk); i++)
+				printf("%s %s", i ? "," : "", json_string_value(json_array_get(unk, i)));
+			putchar('\n');
+		}
 	}
+	json_decref(unk);
 	json_decref(s);
 	free(tmp);
 	return 0;
 }
 
-/* Compares the snapshot at path with now; NULL report on a bad snapshot. */
-static int snap_compare(const char *path, bool skip_bw, const struct conf *c,
+/*
+ * Compares the snapshot at path with now; -1 on a bad snapshot.  bmc: read
+ * the snoop mode through the config's BMC (not the doctor).
+ */
+static int snap_compare(const char *path, bool skip_bw, const struct conf *c, bool bmc,
 			struct report *r, json_t **before)
 {
 	json_t *b = snap_load(path), *n;
 
 	if (!b)
 		return -1;
+	r->path = path;
+	r->skip_bw = skip_bw;
+	r->no_bmc = !bmc;
 	/* Measure the bandwidth only when there is a number to compare with. */
-	n = snap_take(!skip_bw && json_is_object(json_object_get(b, "bandwidth")), c);
+	n = snap_take(!skip_bw && json_is_object(json_object_get(b, "bandwidth")), c, bmc);
 	snap_diff(r, b, n, c);
 	json_decref(n);
 	*before = b;
@@ -758,7 +927,7 @@ static int snap_diff_cmd(const char *path, bool skip_bw, const struct conf *c)
 	struct report r = { 0 };
 	json_t *b;
 
-	if (snap_compare(path, skip_bw, c, &r, &b))
+	if (snap_compare(path, skip_bw, c, true, &r, &b))
 		return EXIT_FAILED;
 	if (g.json) {
 		jopen('{');
@@ -772,6 +941,15 @@ static int snap_diff_cmd(const char *path, bool skip_bw, const struct conf *c)
 			jopen('{');
 			jstr("regression", r.what[i]);
 			jstr("fix", r.fix[i]);
+			jclose();
+		}
+		jclose();
+		jkey("not_compared");
+		jopen('[');
+		for (int i = 0; i < r.nunk; i++) {
+			jopen('{');
+			jstr("what", r.unk_what[i]);
+			jstr("fix", r.unk_fix[i]);
 			jclose();
 		}
 		jclose();
@@ -789,10 +967,16 @@ static int snap_diff_cmd(const char *path, bool skip_bw, const struct conf *c)
 			printf("note: %s\n", r.notes[i]);
 		for (int i = 0; i < r.n; i++)
 			printf("REGRESSION %s\n  fix: %s\n", r.what[i], r.fix[i]);
-		printf("%d regression%s\n", r.n, r.n == 1 ? "" : "s");
+		for (int i = 0; i < r.nunk; i++)
+			printf("NOT COMPARED %s\n  fix: %s\n", r.unk_what[i], r.unk_fix[i]);
+		printf("%d regression%s", r.n, r.n == 1 ? "" : "s");
+		if (r.nunk)
+			printf(", %d not compared", r.nunk);
+		putchar('\n');
 	}
 	json_decref(b);
-	return r.n ? EXIT_FAILED : 0;
+	/* What could not be compared is no "nothing regressed". */
+	return r.n || r.nunk ? EXIT_FAILED : 0;
 }
 
 static int snap_usage(void)
@@ -843,6 +1027,26 @@ int cmd_snapshot(int argc, char **argv)
 	return rc;
 }
 
+static void report_free(struct report *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		free(r->what[i]);
+		free(r->fix[i]);
+	}
+	for (int i = 0; i < r->nunk; i++) {
+		free(r->unk_what[i]);
+		free(r->unk_fix[i]);
+	}
+	for (int i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->what);
+	free(r->fix);
+	free(r->unk_what);
+	free(r->unk_fix);
+	free(r->notes);
+	memset(r, 0, sizeof(*r));
+}
+
 /* Doctor: the configured snapshot's regressions, each a finding. */
 void doctor_snapshot(struct doctor *d, bool skip_bw)
 {
@@ -869,9 +1073,12 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 	}
 	free(cp);
 	path = conf_snapshot(c);
-	if (!path)
+	if (!path) {
+		conf_free(c);
 		return;
-	if (snap_compare(path, skip_bw, c, &r, &b)) {
+	}
+	/* The doctor reads what needs no BMC: the snoop mode is not compared. */
+	if (snap_compare(path, skip_bw, c, false, &r, &b)) {
 		char *what = xsprintf("the configured snapshot %s cannot be read (see above)", path);
 		char *q = shell_quote(path);
 		char *fix = xsprintf("aheadctl snapshot save %s (on a node in its known good state)", q);
@@ -881,28 +1088,25 @@ void doctor_snapshot(struct doctor *d, bool skip_bw)
 		free(what);
 		free(fix);
 		free(q);
+		conf_free(c);
 		return;
 	}
 	for (int i = 0; i < r.n; i++)
 		doctor_finding(d, "snapshot", r.what[i], r.fix[i]);
-	doctor_note(d, xsprintf("snapshot: compared with %s (kernel %s): %d regressions",
-				path, jstr_of(b, "kernel"), r.n));
+	/* A side that could not be read is a check that did not run: a finding. */
+	for (int i = 0; i < r.nunk; i++)
+		doctor_finding(d, "snapshot", r.unk_what[i], r.unk_fix[i]);
+	doctor_note(d, xsprintf("snapshot: compared with %s (kernel %s): %d regressions%s",
+				path, jstr_of(b, "kernel"), r.n,
+				r.nunk ? ", some parts not compared (findings)" : ""));
+	if (json_string_value(json_object_get(b, "snoop_mode")))
+		doctor_not_checked(d, xsprintf("snapshot: the BIOS snoop mode (%s in the snapshot) was not compared: the doctor does not contact the BMC ('aheadctl snapshot diff' does)",
+					       json_string_value(json_object_get(b, "snoop_mode"))));
 	json_decref(b);
+	report_free(&r);
+	conf_free(c);
 }
 
-static void report_free(struct report *r)
-{
-	for (int i = 0; i < r->n; i++) {
-		free(r->what[i]);
-		free(r->fix[i]);
-	}
-	for (int i = 0; i < r->nnotes; i++)
-		free(r->notes[i]);
-	free(r->what);
-	free(r->fix);
-	free(r->notes);
-	memset(r, 0, sizeof(*r));
-}
 
 /*
  * Fuzzing (userland/fuzz/): a snapshot file's bytes, checked as snap_load()

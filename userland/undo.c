@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 
 #define STATE_FORMAT "aheadctl-apply-state"
 #define STATE_VERSION 1
+#define JOURNAL_FORMAT "aheadctl-apply-journal"
 /* apply hands its children the journal's descriptor in this variable. */
 #define JOURNAL_ENV "AHEADCTL_UNDO_FD"
 
@@ -67,17 +67,33 @@ void undo_free(struct undo_log *l)
 	free(l);
 }
 
+static char *state_dir(void)
+{
+	return xsprintf("%s/lib/aheadctl", var_root());
+}
+
+static char *journal_path(void)
+{
+	char *d = state_dir(), *p = xsprintf("%s/apply-journal", d);
+
+	free(d);
+	return p;
+}
+
 /*
- * The journal of the apply that runs us, or -1: a memfd apply made (only
- * a memfd answers F_GET_SEALS), so a stray variable cannot make us write
- * into another descriptor.
+ * The journal of the apply that runs us, or -1: the descriptor named in
+ * AHEADCTL_UNDO_FD must be open for appending on the journal file of our
+ * state directory (the same device and inode), so that a stray variable
+ * cannot make us write into another descriptor.
  */
 static int journal_fd(void)
 {
 	static int fd = -2;
+	struct stat a, b;
 	const char *v;
-	char *end;
+	char *end, *p;
 	long n;
+	int fl;
 
 	if (fd != -2)
 		return fd;
@@ -86,9 +102,15 @@ static int journal_fd(void)
 	if (!v || !*v)
 		return fd;
 	n = strtol(v, &end, 10);
-	if (*end || n < 3 || n > 65535 || fcntl(n, F_GET_SEALS) < 0)
+	if (*end || n < 3 || n > 65535 || fstat(n, &a) || !S_ISREG(a.st_mode))
 		return fd;
-	fd = n;
+	fl = fcntl(n, F_GETFL);
+	if (fl < 0 || !(fl & O_APPEND) || (fl & O_ACCMODE) == O_RDONLY)
+		return fd;
+	p = journal_path();
+	if (!stat(p, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		fd = n;
+	free(p);
 	return fd;
 }
 
@@ -98,31 +120,71 @@ static json_t *undo_json(const struct undo *u)
 			 "what", u->what, "file", u->file);
 }
 
+/* One line to the journal, on disk when this returns; 0 or -1 (errno). */
+static int journal_line(int fd, json_t *j)
+{
+	char *line = json_dumps(j, JSON_COMPACT);
+	char *nl = xsprintf("%s\n", line ? line : "{}");
+	ssize_t len = strlen(nl), w;
+	int rc = 0;
+
+	/* One write per record: the offset is shared with apply and its other children. */
+	while ((w = write(fd, nl, len)) < 0 && errno == EINTR)
+		;
+	if (w != len) {
+		if (w >= 0)
+			errno = ENOSPC;
+		rc = -1;
+	} else if (fdatasync(fd)) {
+		rc = -1;
+	}
+	free(nl);
+	free(line);
+	return rc;
+}
+
 /*
- * Before (or as) a write replaces old at path: kept in l (NULL: not
- * kept) for the verb's own rollback, and written to apply's journal when
- * apply runs us, for revert.
+ * Before a write replaces old at path: written to apply's journal when
+ * apply runs us (on disk before the value changes, so that a kill of
+ * apply loses no record), then kept in l (NULL: not kept) for the verb's
+ * own rollback.  0, or -1 after a message: the value must not be written.
  */
-void undo_note(struct undo_log *l, const char *path, const char *old, const char *what,
-	       bool file)
+int undo_note(struct undo_log *l, const char *path, const char *old, const char *what,
+	      bool file)
 {
 	struct undo u = { (char *)path, (char *)old, (char *)what, file };
 	int fd = journal_fd();
 
-	if (l)
-		undo_add(l, path, old, what, file);
 	if (fd >= 0) {
 		json_t *j = undo_json(&u);
-		char *line = json_dumps(j, JSON_COMPACT);
-		char *nl = xsprintf("%s\n", line ? line : "{}");
+		int r = journal_line(fd, j);
 
-		/* One write per record: the offset is shared with apply and its other children. */
-		if (write(fd, nl, strlen(nl)) != (ssize_t)strlen(nl))
-			warnx("cannot record %s for revert: %s", path, strerror(errno));
-		free(nl);
-		free(line);
 		json_decref(j);
+		if (r) {
+			char *jp = journal_path();
+
+			err("cannot record %s (%s) for revert in %s: %s: not changing it",
+			    what, path, jp, strerror(errno));
+			free(jp);
+			return -1;
+		}
 	}
+	if (l)
+		undo_add(l, path, old, what, file);
+	return 0;
+}
+
+/* The last value noted was not written after all (the write was refused). */
+void undo_unnote(struct undo_log *l)
+{
+	struct undo *u;
+
+	if (!l || !l->n)
+		return;
+	u = &l->u[--l->n];
+	free(u->path);
+	free(u->old);
+	free(u->what);
 }
 
 /* Puts back one value: 0 or -errno. */
@@ -149,7 +211,11 @@ void undo_rollback(struct undo_log *l)
 		const struct undo *u = &l->u[i];
 
 		if (undo_put(u))
-			warnx("could not restore %s (%s) to %s", u->what, u->path, u->old);
+			warnx("could not restore %s (%s) to %s", u->what, u->path,
+			      u->old ? u->old : "its absence");
+		else if (!u->old)
+			fprintf(stderr, "aheadctl: removed %s (%s): it did not exist before\n",
+				u->what, u->path);
 		else
 			fprintf(stderr, "aheadctl: restored %s to %s\n", u->what, u->old);
 	}
@@ -159,18 +225,14 @@ void undo_rollback(struct undo_log *l)
 /* ---- the state apply records and revert reads ---- */
 
 struct state {
-	char *dir, *path;
+	char *dir, *path, *jpath;
 	int dirfd;		/* locked: apply and revert take turns */
 	char *boot_id;		/* of the boot that recorded the values */
 	char *config;
 	struct undo_log *log;
-	int journal;		/* apply: the memfd its children write to */
+	int journal;		/* apply: the journal file its children append to */
+	bool leftover;		/* a journal an interrupted apply left was merged */
 };
-
-static char *state_dir(void)
-{
-	return xsprintf("%s/lib/aheadctl", var_root());
-}
 
 static char *this_boot(void)
 {
@@ -218,6 +280,7 @@ static void state_free(struct state *st)
 		close(st->journal);
 	free(st->dir);
 	free(st->path);
+	free(st->jpath);
 	free(st->boot_id);
 	free(st->config);
 	undo_free(st->log);
@@ -259,6 +322,7 @@ static struct state *state_open(bool create, const char *verb)
 	st->dirfd = st->journal = -1;
 	st->dir = state_dir();
 	st->path = xsprintf("%s/apply-state.json", st->dir);
+	st->jpath = journal_path();
 	st->log = undo_new();
 	if (create && make_dir(st->dir, verb))
 		goto fail;
@@ -357,93 +421,191 @@ static int drop_other_boot(struct state *st, const char *boot)
 	return n - kept;
 }
 
+/* The directory's entries (a new or removed journal) on disk; 0 or -1 (errno). */
+static int sync_state_dir(const struct state *st)
+{
+	return st->dirfd >= 0 ? fsync(st->dirfd) : 0;
+}
+
+/* A value already recorded keeps its first old value: *added counts the new ones. */
+static void merge_one(struct state *st, const struct undo *u, int *added)
+{
+	for (int i = 0; i < st->log->n; i++)
+		if (!strcmp(st->log->u[i].path, u->path))
+			return;
+	undo_add(st->log, u->path, u->old, u->what, u->file);
+	(*added)++;
+}
+
 /*
- * apply, before its first write: the state locked and checked, and a
- * journal its children (and it) note each replaced value in.  NULL after
- * a message: apply then writes nothing.
+ * The journal file, if there is one, merged into the state: apply's own at
+ * its end, or one an apply left when it was killed.  Values of another boot
+ * than boot are dropped as drop_other_boot() drops them.  0 (*added: values
+ * new to the state), or -1 after a message.
+ */
+static int journal_merge(struct state *st, const char *boot, int *added)
+{
+	char *text, *line, *save = NULL;
+	const char *jboot = NULL;
+	json_t *head = NULL;
+	bool first = true;
+
+	*added = 0;
+	if (access(st->jpath, F_OK))
+		return 0;
+	if (check_trusted(st->jpath, "journal"))
+		return -1;
+	text = read_file(st->jpath);
+	if (!text) {
+		err("cannot read the journal of what apply replaced, %s: %s", st->jpath,
+		    strerror(errno));
+		return -1;
+	}
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *j = json_loads(line, 0, NULL), *arr;
+		struct undo_log *one;
+
+		if (first) {
+			first = false;
+			if (!strcmp(json_string_value(json_object_get(j, "format")) ?: "",
+				    JOURNAL_FORMAT)) {
+				head = j;
+				jboot = json_string_value(json_object_get(head, "boot_id"));
+				continue;
+			}
+			warnx("%s has no header: its values are taken as of an earlier boot",
+			      st->jpath);
+		}
+		one = undo_new();
+		arr = json_array();
+		json_array_append(arr, j);
+		if (!j || entries_of(arr, one) || !one->n)
+			warnx("the journal of what apply replaced has a bad line: ignored");
+		else if (one->u[0].file || (jboot && !strcmp(jboot, boot)))
+			merge_one(st, &one->u[0], added);
+		json_decref(arr);
+		json_decref(j);
+		undo_free(one);
+	}
+	json_decref(head);
+	free(text);
+	st->leftover = true;
+	return 0;
+}
+
+/* The journal merged and written into the state: removed; 0 or -1 after a message. */
+static int journal_remove(struct state *st)
+{
+	if (unlink(st->jpath) && errno != ENOENT) {
+		err("cannot remove %s: %s", st->jpath, strerror(errno));
+		return -1;
+	}
+	sync_state_dir(st);
+	return 0;
+}
+
+/*
+ * A new journal, its header on disk: the proof that the state directory
+ * takes a write before apply changes anything.  0 or -1 after a message.
+ */
+static int journal_create(struct state *st)
+{
+	json_t *head;
+	int r;
+
+	/* Not O_CLOEXEC: apply's children (the verbs it runs) append to it. */
+	st->journal = open(st->jpath, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (st->journal < 0) {
+		err("cannot create %s: %s: apply would change values it could not record for revert",
+		    st->jpath, strerror(errno));
+		return -1;
+	}
+	head = json_pack("{s:s, s:s, s:s}", "format", JOURNAL_FORMAT, "boot_id",
+			 st->boot_id ? st->boot_id : "", "config", st->config ? st->config : "");
+	r = journal_line(st->journal, head) || sync_state_dir(st);
+	json_decref(head);
+	if (r) {
+		err("cannot write %s: %s: apply would change values it could not record for revert",
+		    st->jpath, strerror(errno));
+		close(st->journal);
+		st->journal = -1;
+		unlink(st->jpath);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * apply, before its first write: the state locked and checked, a journal
+ * an interrupted apply left merged into it (and the state written), and a
+ * journal file its children (and it) note each replaced value in, one
+ * synced line each.  NULL after a message: apply then writes nothing.
  */
 struct state *undo_begin(const char *config)
 {
 	struct state *st = state_open(true, "apply");
-	char *fd;
+	char *fd, *boot;
+	int added;
 
 	if (!st)
 		return NULL;
-	st->journal = memfd_create("aheadctl-undo", MFD_ALLOW_SEALING);
-	if (st->journal < 0) {
-		err("cannot make the journal of what apply replaces (memfd_create): %s",
-		    strerror(errno));
+	boot = this_boot();
+	drop_other_boot(st, boot);
+	free(st->boot_id);
+	st->boot_id = boot;
+	if (journal_merge(st, boot, &added)) {
+		state_free(st);
+		return NULL;
+	}
+	if (st->leftover) {
+		if (state_write(st) || journal_remove(st)) {
+			state_free(st);
+			return NULL;
+		}
+		if (added)
+			warnx("%d values an interrupted apply replaced, left in its journal, are now recorded in %s",
+			      added, st->path);
+	}
+	free(st->config);
+	st->config = xstrdup(config);
+	if (journal_create(st)) {
 		state_free(st);
 		return NULL;
 	}
 	fd = xsprintf("%d", st->journal);
 	setenv(JOURNAL_ENV, fd, 1);
 	free(fd);
-	{
-		char *boot = this_boot();
-
-		drop_other_boot(st, boot);
-		free(st->boot_id);
-		st->boot_id = boot;
-	}
-	free(st->config);
-	st->config = xstrdup(config);
 	return st;
 }
 
 /*
- * apply, at the end: the journal merged into the state.  A value already
- * recorded keeps its first old value, the one before any apply.  Returns
- * the number of values revert would put back, or -1 after a message.
+ * apply, at the end (or when a signal stops it): the journal merged into
+ * the state, then removed.  A value already recorded keeps its first old
+ * value, the one before any apply.  Returns the number of values revert
+ * would put back, or -1 after a message (the journal then stays, for the
+ * next apply or revert to merge).
  */
 int undo_end(struct state *st, int *added)
 {
-	struct stat sb;
-	char *text;
 	int rc;
 
 	*added = 0;
 	unsetenv(JOURNAL_ENV);
-	if (fstat(st->journal, &sb)) {
-		err("cannot read the journal of what apply replaced: %s", strerror(errno));
+	if (st->journal >= 0) {
+		close(st->journal);
+		st->journal = -1;
+	}
+	if (journal_merge(st, st->boot_id ? st->boot_id : "", added)) {
 		state_free(st);
 		return -1;
 	}
-	text = xcalloc(1, sb.st_size + 1);
-	if (pread(st->journal, text, sb.st_size, 0) != sb.st_size) {
-		err("cannot read the journal of what apply replaced: %s", strerror(errno));
-		free(text);
+	if (state_write(st)) {
+		err("the values apply replaced stay in %s: the next apply, or revert, records them",
+		    st->jpath);
 		state_free(st);
 		return -1;
 	}
-	for (char *l = text, *nl; l && *l; l = nl) {
-		json_t *j, *arr;
-		struct undo_log *one = undo_new();
-		bool known = false;
-
-		nl = strchr(l, '\n');
-		if (nl)
-			*nl++ = 0;
-		j = json_loads(l, 0, NULL);
-		arr = json_array();
-		json_array_append(arr, j);
-		if (!j || entries_of(arr, one) || !one->n) {
-			warnx("the journal of what apply replaced has a bad line: ignored");
-		} else {
-			for (int i = 0; i < st->log->n && !known; i++)
-				known = !strcmp(st->log->u[i].path, one->u[0].path);
-			if (!known) {
-				undo_add(st->log, one->u[0].path, one->u[0].old, one->u[0].what,
-					 one->u[0].file);
-				(*added)++;
-			}
-		}
-		json_decref(arr);
-		json_decref(j);
-		undo_free(one);
-	}
-	free(text);
-	rc = state_write(st) ? -1 : st->log->n;
+	rc = journal_remove(st) ? -1 : st->log->n;
 	state_free(st);
 	return rc;
 }
@@ -515,7 +677,7 @@ int cmd_revert(int argc, char **argv)
 	struct state *st;
 	struct undo_log *left;
 	char *boot;
-	int dropped, nrest = 0, failed = 0;
+	int dropped, nrest = 0, failed = 0, merged = 0;
 
 	(void)argv;
 	if (argc)
@@ -525,13 +687,21 @@ int cmd_revert(int argc, char **argv)
 		return EXIT_FAILED;
 	boot = this_boot();
 	dropped = drop_other_boot(st, boot);
+	/* What an apply that was killed changed is in its journal. */
+	if (journal_merge(st, boot, &merged)) {
+		free(boot);
+		state_free(st);
+		return EXIT_FAILED;
+	}
+	/* What is left is this boot's: written back under its id. */
+	free(st->boot_id);
+	st->boot_id = xstrdup(boot);
 	if (!st->log->n) {
 		err("nothing to revert: %s %s", st->path, dropped ?
 		    "holds only values of an earlier boot, which the reboot reset" :
 		    "does not exist (no apply recorded anything since the last revert)");
-		if (dropped && !g.dry_run) {
-			state_write(st);
-		}
+		if ((dropped || st->leftover) && !g.dry_run && !state_write(st) && st->leftover)
+			journal_remove(st);
 		free(boot);
 		state_free(st);
 		return EXIT_FAILED;
@@ -542,11 +712,16 @@ int cmd_revert(int argc, char **argv)
 		jstr("config", st->config);
 		jbool("applied", !g.dry_run);
 		jint("earlier_boot_dropped", dropped);
+		jint("from_journal", merged);
 		jkey("values");
 		jopen('[');
-	} else if (dropped) {
-		printf("%d values recorded in an earlier boot were reset by the reboot: not restored\n",
-		       dropped);
+	} else {
+		if (dropped)
+			printf("%d values recorded in an earlier boot were reset by the reboot: not restored\n",
+			       dropped);
+		if (merged)
+			printf("%d values from %s, the journal of an apply that was stopped, included\n",
+			       merged, st->jpath);
 	}
 	left = undo_new();
 	for (int i = st->log->n - 1; i >= 0; i--) {
@@ -596,6 +771,8 @@ int cmd_revert(int argc, char **argv)
 		st->log = left;
 		left = NULL;
 		if (state_write(st))
+			failed++;
+		else if (st->leftover && journal_remove(st))
 			failed++;
 	}
 	undo_free(left);

@@ -2,12 +2,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aheadctl.h"
@@ -107,8 +109,10 @@ char *xstrdup(const char *s)
  * procfs and sysfs report st_size 0, so the buffer grows as the file is read:
  * a node running containers has a mountinfo of megabytes, and a 256-CPU
  * /proc/interrupts is over 1 MiB.  READ_FILE_MAX only stops a runaway file.
+ * *lenp (if not NULL): the bytes read, NULs included, before the trailing
+ * newlines and blanks are stripped.
  */
-char *read_file(const char *path)
+char *read_file_len(const char *path, size_t *lenp)
 {
 	size_t len = 0, cap = 4096;
 	char *buf;
@@ -118,7 +122,11 @@ char *read_file(const char *path)
 	if (fd < 0)
 		return NULL;
 	buf = xcalloc(1, cap + 1);
-	while ((n = read(fd, buf + len, cap - len)) > 0) {
+	while ((n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
 		len += n;
 		if (len == cap && cap >= READ_FILE_MAX) {
 			close(fd);
@@ -145,9 +153,16 @@ char *read_file(const char *path)
 	}
 	close(fd);
 	buf[len] = 0;
+	if (lenp)
+		*lenp = len;
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
 		buf[--len] = 0;
 	return buf;
+}
+
+char *read_file(const char *path)
+{
+	return read_file_len(path, NULL);
 }
 
 int read_int(const char *path, long long *val)
@@ -427,13 +442,143 @@ int run_cmd(char *const argv[], char *const envp_add[], int keep_fd, char **out)
 	return run_cmd_limit(argv, envp_add, keep_fd, out, 0);
 }
 
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The running command's process group, for the signal forwarder. */
+static volatile sig_atomic_t child_pgrp;
+
+/*
+ * Ctrl-C or SIGTERM while a command runs: the command is in a process
+ * group of its own (so that a deadline ends all of it), which the
+ * terminal's signal no longer reaches; it is passed on, then acts on us.
+ */
+static void forward_signal(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	if (child_pgrp > 0)
+		kill(-child_pgrp, sig);
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig);	/* delivered when the handler returns: the default action */
+}
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+/* on: forwarders where the signal acts by default (not one ignored or caught). */
+static void forward_signals(bool on, bool *installed)
+{
+	struct sigaction sa = { .sa_handler = forward_signal }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		if (on) {
+			sigaction(forwarded[i], NULL, &old);
+			installed[i] = old.sa_handler == SIG_DFL;
+			if (installed[i])
+				sigaction(forwarded[i], &sa, NULL);
+		} else if (installed[i]) {
+			signal(forwarded[i], SIG_DFL);
+		}
+	}
+}
+
+/* Ends the command's whole process group: SIGTERM, then SIGKILL after 2 s. */
+static void end_group(pid_t pid, int *status)
+{
+	double until = mono_now() + 2;
+
+	kill(-pid, SIGTERM);
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+		struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (mono_now() >= until) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		nanosleep(&tick, NULL);
+	}
+	kill(-pid, SIGKILL);	/* what it left behind in its group */
+}
+
+/* Reads the command's output, up to the deadline (0: none) and RUN_OUTPUT_MAX. */
+static int read_output(int fd, char **out, double deadline)
+{
+	size_t len = 0, cap = 4096;
+	int rc = 0;
+
+	*out = xcalloc(1, cap + 1);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int ms = -1, r;
+		ssize_t n;
+
+		if (deadline) {
+			double left = deadline - mono_now();
+
+			if (left <= 0) {
+				rc = RUN_TIMED_OUT;
+				break;
+			}
+			ms = left * 1000 + 1;
+		}
+		r = poll(&p, 1, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r < 0)
+				break;
+			continue;	/* the deadline, checked above */
+		}
+		n = read(fd, *out + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+		if (len == cap && cap >= RUN_OUTPUT_MAX) {
+			rc = RUN_TOO_BIG;
+			break;
+		}
+		if (len == cap) {
+			cap *= 2;
+			*out = realloc(*out, cap + 1);
+			if (!*out)
+				exit(EXIT_FAILED);
+		}
+	}
+	(*out)[len] = 0;
+	return rc;
+}
+
+/*
+ * The same, ended at the deadline (seconds > 0) or when its output passes
+ * RUN_OUTPUT_MAX: its whole process group is stopped (a tool's own
+ * children with it), and RUN_TIMED_OUT or RUN_TOO_BIG returned.
+ */
 int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char **out,
 		  long seconds)
 {
-	int pfd[2] = { -1, -1 }, status;
+	int pfd[2] = { -1, -1 }, status = 0, rc = 0;
 	char **env = child_env(envp_add);
+	double deadline = seconds > 0 ? mono_now() + seconds : 0;
+	bool installed[NFORWARDED] = { false };
 	pid_t pid;
 
+	if (out)
+		*out = NULL;
 	if (out && pipe2(pfd, O_CLOEXEC) < 0) {
 		free(env);
 		return -1;
@@ -441,46 +586,59 @@ int run_cmd_limit(char *const argv[], char *const envp_add[], int keep_fd, char 
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
+		int e = errno;
+
 		free(env);
+		if (out) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		errno = e;
 		return -1;
 	}
 	if (pid == 0) {
+		/* exec resets what we catch; what we were told to ignore stays so. */
+		setpgid(0, 0);
 		if (out)
 			dup2(pfd[1], 1);
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);
-		/* The deadline outlives exec: SIGALRM ends the command. */
-		signal(SIGALRM, SIG_DFL);
-		if (seconds > 0)
-			alarm(seconds);
 		execvpe(argv[0], argv, env);
 		fprintf(stderr, "aheadctl: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
+	/* Here too, so that the group exists before any kill below. */
+	setpgid(pid, pid);
+	child_pgrp = pid;
+	forward_signals(true, installed);
 	free(env);
 	if (out) {
-		size_t len = 0, cap = 4096;
-		ssize_t n;
-
 		close(pfd[1]);
-		*out = xcalloc(1, cap + 1);
-		while ((n = read(pfd[0], *out + len, cap - len)) > 0) {
-			len += n;
-			if (len == cap) {
-				cap *= 2;
-				*out = realloc(*out, cap + 1);
-				if (!*out)
-					exit(EXIT_FAILED);
-			}
-		}
-		(*out)[len] = 0;
+		rc = read_output(pfd[0], out, deadline);
 		close(pfd[0]);
 	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -1;
-	if (seconds > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-		return RUN_TIMED_OUT;
+	while (!rc) {
+		pid_t w = waitpid(pid, &status, deadline ? WNOHANG : 0);
+		struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			rc = -1;
+			break;
+		}
+		if (w == 0 && mono_now() >= deadline)
+			rc = RUN_TIMED_OUT;
+		else if (w == 0)
+			nanosleep(&tick, NULL);
+	}
+	if (rc == RUN_TIMED_OUT || rc == RUN_TOO_BIG)
+		end_group(pid, &status);
+	forward_signals(false, installed);
+	child_pgrp = 0;
+	if (rc)
+		return rc;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -571,6 +729,8 @@ static int put_all(int fd, const char *b, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = EIO;
 		if (w <= 0)
 			return -1;
 		b += w;
@@ -685,10 +845,29 @@ int check_trusted(const char *path, const char *what)
 	return rc;
 }
 
+/* fsync of the directory that holds path: a rename in it is on disk. */
+static int sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xsprintf("%.*s", slash == path ? 1 : (int)(slash - path), path) :
+		xstrdup(".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), e = 0;
+
+	if (fd < 0 || fsync(fd))
+		e = errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	errno = e;
+	return e ? -1 : 0;
+}
+
 /*
  * text into path through a new file beside it (mkstemp, so nothing planted
- * under a fixed name is followed) renamed over path.  0, or -1 with errno
- * set and *failed (if not NULL) the file that failed, malloc'd.
+ * under a fixed name is followed), synced, renamed over path, and the
+ * directory synced: after a crash path holds the old text or the new, and
+ * the new once this returns.  0, or -1 with errno set and *failed (if not
+ * NULL) the file that failed, malloc'd.
  */
 int write_atomic(const char *path, const char *text, unsigned int mode, char **failed)
 {
@@ -696,7 +875,7 @@ int write_atomic(const char *path, const char *text, unsigned int mode, char **f
 	char *tmp = xsprintf("%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
 			     slash ? slash + 1 : path);
 	size_t len = strlen(text);
-	int fd = mkstemp(tmp), e;
+	int fd = mkstemp(tmp), e = 0;
 
 	if (failed)
 		*failed = NULL;
@@ -708,9 +887,15 @@ int write_atomic(const char *path, const char *text, unsigned int mode, char **f
 		errno = e;
 		return -1;
 	}
-	if (fchmod(fd, mode) || put_all(fd, text, len) || close(fd) || rename(tmp, path)) {
+	/* Each step's own errno: none is taken from an earlier call. */
+	errno = 0;
+	if (fchmod(fd, mode) || put_all(fd, text, len) || fsync(fd))
 		e = errno ? errno : EIO;
-		close(fd);
+	if (close(fd) && !e)
+		e = errno;
+	if (!e && rename(tmp, path))
+		e = errno;
+	if (e) {
 		unlink(tmp);
 		if (failed)
 			*failed = tmp;
@@ -720,5 +905,12 @@ int write_atomic(const char *path, const char *text, unsigned int mode, char **f
 		return -1;
 	}
 	free(tmp);
+	if (sync_dir(path)) {
+		e = errno;
+		if (failed)
+			*failed = xstrdup(path);
+		errno = e;
+		return -1;
+	}
 	return 0;
 }

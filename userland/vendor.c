@@ -12,8 +12,8 @@ struct tool {
 	const char *get[8];
 	const char *set[10];
 	const char *apply[10];		/* after set, without --reboot */
-	const char *reboot[10];		/* after set, with --reboot; empty: IPMI */
-	const char *reboot_force[10];	/* the same with --force */
+	const char *reboot[10];		/* after set, with --reboot; empty: in-band */
+	const char *reboot_force[10];	/* the same with --force; empty: IPMI */
 	const char *val[4];		/* home, early, cod, osb */
 	const char *refuse_set;		/* set not automated: why */
 	const char *graceful_note;	/* why reboot[] is empty, if it is */
@@ -23,9 +23,17 @@ struct tool {
  * Restarts are graceful unless --force: racadm's BIOS job reboots with a
  * graceful shutdown (-r graceful; the job fails if the OS does not stop)
  * or, forced, a power cycle (-r pwrcycle).  "ilorest reboot" knows only
- * hard resets (ForceRestart and the like), so its graceful restart is the
- * IPMI one; onecli and syscfg cannot restart at all.
+ * hard resets (ForceRestart and the like); onecli and syscfg cannot
+ * restart at all.  These tools run on the node itself, so a graceful
+ * restart without the tool's own is the node's: "systemctl reboot", a
+ * warm reboot the firmware applies the pending change in.  IPMI's
+ * graceful restart (soft off, then power on) cannot be driven from the
+ * node it stops; its power cycle, one command to the BMC, can (--force).
  */
+static const char *const inband_reboot[] = { "systemctl", "reboot", NULL };
+
+/* Seconds a vendor tool may run without --timeout: OneCLI takes tens. */
+#define TOOL_SECONDS 300
 static const struct tool tools[] = {
 	{ "racadm",
 	  { "racadm", "get", "BIOS.MemSettings.SnoopMode" },
@@ -41,7 +49,7 @@ static const struct tool tools[] = {
 	  { NULL },
 	  { "ilorest", "reboot", "ForceRestart" },
 	  { "HomeSnoop", "Standard", "ClusterOnDie", NULL }, NULL,
-	  "ilorest reboot only does hard resets (--force uses 'ilorest reboot ForceRestart')" },
+	  "ilorest reboot only does hard resets" },
 	{ "onecli",
 	  { "onecli", "config", "show", "Processors.SnoopMode" },
 	  { "onecli", "config", "set", "Processors.SnoopMode", VAL },
@@ -80,12 +88,18 @@ static const char *const *reboot_cmd(const struct tool *t, bool force)
 	return force ? t->reboot_force : t->reboot;
 }
 
-/* Whether --reboot runs the tool itself, rather than IPMI through --bmc. */
+/* Whether --reboot runs the tool itself, rather than systemctl or IPMI. */
 bool vendor_reboots_itself(const char *tool, bool force)
 {
 	const struct tool *t = tool_of(tool);
 
 	return t && reboot_cmd(t, force)[0];
+}
+
+/* Whether --reboot goes through IPMI (--bmc): a forced one the tool cannot do. */
+bool vendor_reboot_ipmi(const char *tool, bool force)
+{
+	return force && !vendor_reboots_itself(tool, force);
 }
 
 static bool in_path(const char *bin)
@@ -136,9 +150,10 @@ static char **build(const char *const *tmpl, const char *val, char **shown)
 	return argv;
 }
 
-/* The commands run (or shown under -n), for -j. */
+/* The commands run (or shown under -n), for -j; seconds: each one's limit. */
 struct steps {
 	int n;
+	long seconds;
 	char *shown[4];
 	int rc[4];
 	char *out[4];
@@ -152,10 +167,16 @@ static int step(struct steps *st, const char *const *tmpl, const char *val, bool
 	if (g.dry_run) {
 		info("would run: %s", shown);
 	} else {
-		rc = run_cmd(argv, NULL, -1, &out);
-		if (!g.json && (!quiet || rc))
+		rc = run_cmd_limit(argv, NULL, -1, &out, st->seconds);
+		if (!g.json && (!quiet || rc) && rc != RUN_TOO_BIG)
 			fputs(out ? out : "", stdout);
-		if (rc)
+		if (rc == RUN_TIMED_OUT)
+			err("'%s' did not finish within %ld s (--timeout sets the limit): stopped it and what it started",
+			    shown, st->seconds);
+		else if (rc == RUN_TOO_BIG)
+			err("'%s' wrote more than %d MiB: stopped it (a BIOS setting is a line)",
+			    shown, RUN_OUTPUT_MAX >> 20);
+		else if (rc)
 			err("'%s' failed (exit %d)", shown, rc);
 	}
 	for (int i = 0; argv[i]; i++)
@@ -176,6 +197,10 @@ static void steps_json(const struct steps *st)
 		jstr("command", st->shown[i]);
 		if (g.dry_run) {
 			jbool("run", false);
+		} else if (st->rc[i] == RUN_TIMED_OUT || st->rc[i] == RUN_TOO_BIG) {
+			jbool("run", true);
+			jnull("exit");
+			jstr("stopped", st->rc[i] == RUN_TIMED_OUT ? "timeout" : "output too large");
 		} else {
 			jbool("run", true);
 			jint("exit", st->rc[i]);
@@ -194,10 +219,15 @@ static void steps_free(struct steps *st)
 	}
 }
 
-int vendor_show(const char *name)
+static long tool_seconds(const struct bmc *b)
+{
+	return b->timeout_given ? b->timeout : TOOL_SECONDS;
+}
+
+int vendor_show(const char *name, const struct bmc *b)
 {
 	const struct tool *t = tool_of(name);
-	struct steps st = { 0 };
+	struct steps st = { .seconds = tool_seconds(b) };
 	int rc;
 
 	if (!g.dry_run && !in_path(t->get[0])) {
@@ -228,13 +258,22 @@ static int check_set(const struct tool *t, int mode, bool reboot, struct bmc *b)
 		err("%s: no '%s' snoop mode on these machines", t->name, snoop_modes[mode]);
 		return EXIT_FAILED;
 	}
-	if (reboot && !reboot_cmd(t, b->force)[0] && (!b->url || !b->user || !b->password)) {
-		err("%s: --reboot needs --bmc/--user and a password for an IPMI %s restart",
-		    t->graceful_note, b->force ? "hard" : "graceful (soft shutdown, then power on)");
+	if (reboot && vendor_reboot_ipmi(t->name, b->force) &&
+	    (!b->url || !b->user || !b->password)) {
+		err("%s: --reboot --force needs --bmc/--user and a password for an IPMI power cycle (a graceful --reboot is in-band: systemctl reboot)",
+		    t->graceful_note);
 		return EXIT_USAGE;
 	}
+	if (reboot && !reboot_cmd(t, b->force)[0] && !b->force && b->url)
+		warnx("--bmc is not used: %s, so the graceful restart is in-band ('systemctl reboot'); IPMI restarts only with --force (a power cycle)",
+		      t->graceful_note);
 	if (!g.dry_run && !in_path(t->get[0])) {
 		err("%s is not installed (not in PATH)", t->get[0]);
+		return EXIT_FAILED;
+	}
+	if (reboot && !reboot_cmd(t, b->force)[0] && !b->force && !g.dry_run &&
+	    !in_path(inband_reboot[0])) {
+		err("--reboot restarts the node in-band with 'systemctl reboot', and there is no systemctl here: set without --reboot and restart the node another way");
 		return EXIT_FAILED;
 	}
 	return 0;
@@ -280,11 +319,26 @@ static int set_steps(const struct tool *t, int mode, bool reboot, struct bmc *b,
 	}
 	if (!reboot && t->apply[0] && step(st, t->apply, NULL, false))
 		return EXIT_FAILED;
-	if (reboot) {
+	if (reboot && b->force) {
 		if (ipmi_reset(b, r))
 			return EXIT_FAILED;
 		info("%s%s restart through IPMI: %s", g.dry_run ? "would do a " : "",
 		     r->graceful ? "graceful" : "hard (--force)", r->type);
+		return 0;
+	}
+	if (reboot) {
+		/* aheadctl runs on the node it restarts: the OS's own reboot. */
+		r->via = "systemd";
+		r->type = "systemctl reboot";
+		r->graceful = true;
+		r->requested = !g.dry_run;
+		if (step(st, inband_reboot, NULL, false)) {
+			err("the in-band restart failed: snoop-mode %s stays pending until the next reboot",
+			    snoop_modes[mode]);
+			return EXIT_FAILED;
+		}
+		info("%sgraceful restart in-band: systemctl reboot (the OS stops cleanly; the firmware applies the change as the node boots)",
+		     g.dry_run ? "would do a " : "");
 		return 0;
 	}
 	info("snoop-mode %s is pending: it applies at the next reboot", snoop_modes[mode]);
@@ -294,7 +348,7 @@ static int set_steps(const struct tool *t, int mode, bool reboot, struct bmc *b,
 int vendor_set(const char *name, int mode, bool reboot, struct bmc *b)
 {
 	const struct tool *t = tool_of(name);
-	struct steps st = { 0 };
+	struct steps st = { .seconds = tool_seconds(b) };
 	struct reset_info r = { 0 };
 	int rc = check_set(t, mode, reboot, b);
 

@@ -18,10 +18,12 @@ for the tests to assert on.
   redfish_emu.py --vendor dell|hpe|acme|dell-nosnoop --ready FILE --log FILE
                  [--user U --password P] [--tls CERT KEY] [--systems N]
                  [--basic] [--bare-ids] [--reset-types A,B,...]
-                 [--hang METHOD:PATH]
+                 [--hang METHOD:PATH] [--sessions-link LINK]
 
 --bare-ids: Systems members' @odata.id is the bare id ("1"), no path.
 --hang: a request with that method and path is read and never answered.
+--sessions-link: the service root's Links.Sessions is LINK (a hostile BMC's
+  "@other.host/..." that is no path).
 """
 import argparse
 import base64
@@ -175,7 +177,7 @@ class Handler(BaseHTTPRequestHandler):
                          "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.6.0",
                          "Systems": {"@odata.id": "/redfish/v1/Systems"},
                          "SessionService": {"@odata.id": "/redfish/v1/SessionService"},
-                         "Links": {"Sessions": {"@odata.id": SESSIONS}}}
+                         "Links": {"Sessions": {"@odata.id": self.server.sessions_link or SESSIONS}}}
         if path == "/redfish/v1/Systems" and method == "GET":
             return 200, {"@odata.id": path, "@odata.type": "#ComputerSystemCollection.ComputerSystemCollection",
                          "Name": "Computer System Collection",
@@ -261,12 +263,14 @@ def main():
     ap.add_argument("--bare-ids", action="store_true")
     ap.add_argument("--reset-types", default=",".join(RESET_TYPES))
     ap.add_argument("--hang", action="append", default=[], metavar="METHOD:PATH")
+    ap.add_argument("--sessions-link")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     srv.state = State(a.vendor, a.systems, a.reset_types.split(","))
     srv.log, srv.user, srv.password = a.log, a.user, a.password
     srv.basic, srv.bare_ids, srv.hang = a.basic, a.bare_ids, set(a.hang)
+    srv.sessions_link = a.sessions_link
     if a.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.tls[0], a.tls[1])

@@ -160,6 +160,13 @@ mkdir -p "$F/proc/77"; echo bash >"$F/proc/77/comm"
 run irq show dev eth0
 t "irqbalance detected; the exact --banirq ban printed for the IRQs it owns" '[ $rc = 0 ] && has "irqbalance (pid 4242) is running and will move 2 of eth0" && has "--banirq=40 --banirq=43" && ! has "--banirq=41" && ! has "--banirq=42"'
 t "irqbalance: owned IRQs marked, banned and managed ones not" 'grep -q "^ *40 .*irqbalance" <<<"$out" && ! grep -q "^ *41 .*irqbalance" <<<"$out" && ! grep -q "^ *42 .*irqbalance" <<<"$out"'
+# A command line of more than 8 KiB and 256 arguments is read whole.
+cp "$F/proc/4242/cmdline" "$tmp/cmdline"
+{ printf '%s\0' /usr/sbin/irqbalance; for i in $(seq 400); do printf -- '--hintpolicy=subset%04d\0' "$i"; done
+  printf '%s\0' --banirq=40 -i 43 --banirq=41; } >"$F/proc/4242/cmdline"
+run irq show dev eth0
+t "irqbalance: a $(($(wc -c <"$F/proc/4242/cmdline") / 1024)) KiB command line of 400+ arguments read whole, its last bans seen" '[ $rc = 0 ] && has "all of eth0'"'"'s IRQs are banned"'
+cp "$tmp/cmdline" "$F/proc/4242/cmdline"
 # Ban first, then write: irqbalance can move an IRQ between a write and a ban.
 snap e0; rm -rf "$F/etc"; echo not-a-dir >"$F/etc"; snap e1
 run irq set dev eth0 policy local
@@ -170,6 +177,15 @@ t "irq set -n under irqbalance: says it would ban first, writes nothing" '[ $rc 
 run irq set dev eth0 policy local
 pol=$F/etc/aheadctl/irqbalance-policy.sh
 t "irq set under irqbalance: banned in the policy script first, applied, and the restart it needs printed" '[ $rc = 0 ] && [ "$(head -n 1 <<<"$out")" = "banned eth0 (PCI 0000:81:00.0) from irqbalance in $pol before writing" ] && grep -q "^# aheadctl-ban eth0 0000:81:00.0$" "$pol" && [ "$(aff 40)" = 2 ] && haserr "--banirq=40 --banirq=43"'
+# A failure after the ban: the policy script is put back with the affinities.
+rm -rf "$F/etc/aheadctl"; mkdir -p "$F/etc/aheadctl"
+rm "$F/proc/irq/43/smp_affinity_list"; ln -s /dev/null "$F/proc/irq/43/smp_affinity_list"
+run irq set dev eth0 policy local
+t "irq set under irqbalance fails after the ban: the policy script it wrote is removed too" '[ $rc = 1 ] && haserr "IRQ 43: wrote 2, read back" && [ ! -e "$pol" ] && haserr "removed irqbalance policy script ($pol): it did not exist before" && [ "$(aff 40)" = 2 ]'
+printf '#!/bin/sh\n# aheadctl-ban eth7 0000:07:00.0\nexit 0\n' >"$pol"; chmod 755 "$pol"
+run irq set dev eth0 policy local
+t "irq set under irqbalance fails after the ban: an earlier policy script is put back as it was" '[ $rc = 1 ] && [ "$(cat "$pol")" = "$(printf "#!/bin/sh\n# aheadctl-ban eth7 0000:07:00.0\nexit 0")" ] && haserr "restored irqbalance policy script"'
+rm "$F/proc/irq/43/smp_affinity_list"; echo 0-3 >"$F/proc/irq/43/smp_affinity_list"
 rm -rf "$F/etc/aheadctl"
 snap e
 run -n irq ban dev eth0

@@ -33,7 +33,9 @@ export AHEADCTL_BMC_USER=root AHEADCTL_BMC_PASSWORD=calvin
 if emu dell dell && emu hpe hpe && emu acme acme && emu nosnoop dell-nosnoop && emu two dell --systems 2 &&
 	emu bare dell --systems 2 --bare-ids && emu bare1 dell --bare-ids &&
 	emu nograce dell --reset-types On,ForceOff,ForceRestart && emu spaced dell --password 'cal vin  ' &&
-	emu hang dell --hang GET:/redfish/v1/Systems/1/Bios; then
+	emu hang dell --hang GET:/redfish/v1/Systems/1/Bios &&
+	emu hangset dell --hang GET:/redfish/v1/Systems/1/Bios/Settings && emu evil dell &&
+	emu lure dell --sessions-link "@127.0.0.1:$(cat "$tmp/evil.port")/redfish/v1/SessionService/Sessions"; then
 	D=http://127.0.0.1:$(cat "$tmp/dell.port")
 	m=$(lines dell); run bios show --bmc "$D" $R
 	t "redfish: Dell SnoopMode read and mapped" '[ $rc = 0 ] && has "Dell Inc. PowerEdge R730" && has "SnoopMode = EarlySnoop (snoop-mode early)"'
@@ -64,6 +66,23 @@ if emu dell dell && emu hpe hpe && emu acme acme && emu nosnoop dell-nosnoop && 
 	t "redfish: setting the current value changes nothing" '[ $rc = 0 ] && has "already HomeSnoop" && [ "$(patches dell)" = "$np" ]'
 	run -j --yes bios set snoop-mode home --bmc "$D" $R --reboot
 	t "redfish -j: the current value: changed false, no reset" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"changed\"], d[\"pending\"], d[\"reset\"]")" = "False None None" ] && [ "$(patches dell)" = "$np" ]'
+	# The current value asked for while another one is pending (it would
+	# apply at the next reset): the pending one is set back, no reset.
+	run --yes bios set snoop-mode cod --bmc "$D" $R
+	np=$(patches dell); nr=$(resets dell)
+	run -j --yes bios set snoop-mode home --bmc "$D" $R --reboot
+	t "redfish: the current value with another pending: set back (PATCH), said, no reset" '[ $rc = 0 ] && json_ok && [ "$(jp "d[\"changed\"], d[\"was_pending\"], d[\"pending\"], d[\"reset\"]")" = "True ClusterOnDie None None" ] && [ "$(patches dell)" = $((np + 1)) ] && [ "$(resets dell)" = "$nr" ] && haserr "but ClusterOnDie was pending" && haserr "no reset: the BIOS already runs HomeSnoop"'
+	run -j bios show --bmc "$D" $R
+	t "redfish: ... and nothing is pending any more" '[ $rc = 0 ] && [ "$(jp "d[\"snoop_mode\"], d[\"pending\"]")" = "home None" ]'
+	# Pending settings that cannot be read (the BMC does not answer that GET).
+	HS=http://127.0.0.1:$(cat "$tmp/hangset.port")
+	m=$(lines hangset); run -j bios show --bmc "$HS" $R --timeout 2
+	t "redfish show: pending settings that cannot be read are an error, not 'nothing pending'" '[ $rc = 1 ] && json_ok && jp "d[\"error\"][\"message\"]" | grep -q "Bios/Settings: the BMC did not answer within 2 s" && haserr "the pending BIOS settings (/redfish/v1/Systems/1/Bios/Settings) cannot be read"'
+	t "redfish session: logged out after the settings timeout" 'sess hangset $m'
+	run --yes bios set snoop-mode early --bmc "$HS" $R --timeout 2
+	t "redfish set of the current value: pending settings that cannot be read: refused" '[ $rc = 1 ] && haserr "refusing to set snoop-mode early without knowing what is pending" && ! has "nothing to change" && [ "$(patches hangset)" = 0 ]'
+	run --yes bios set snoop-mode home --bmc "$HS" $R --timeout 2
+	t "redfish set of another value: pending settings that cannot be read: refused, nothing patched" '[ $rc = 1 ] && haserr "refusing to set" && [ "$(patches hangset)" = 0 ]'
 	run --yes bios set snoop-mode osb --bmc "$D" $R
 	t "redfish: Dell opportunistic snoop broadcast" '[ $rc = 0 ] && grep -q "OpportunisticSnoopBroadcast" "$tmp/dell.log"'
 	nr=$(resets dell); m=$(lines dell); run --yes bios power-cycle --bmc "$D" $R
@@ -129,6 +148,10 @@ if emu dell dell && emu hpe hpe && emu acme acme && emu nosnoop dell-nosnoop && 
 	start=$SECONDS; kill -TERM $apid; wait $apid; rc=$?; err=$(cat "$tmp/err.term"); out=
 	t "redfish: SIGTERM during a request: one message, exit 1, quickly" '[ $rc = 1 ] && haserr "/redfish/v1/Systems/1/Bios: interrupted" && [ $((SECONDS - start)) -lt 15 ]'
 	t "redfish session: logged out after SIGTERM" 'sess hang $m'
+	# A link that is no path ("@host/..."): after the base URL it would name
+	# another host, which would get the password (the session POST).
+	m=$(lines lure); run bios show --bmc "http://127.0.0.1:$(cat "$tmp/lure.port")" $R
+	t "redfish: a link without its leading '/' is refused; nothing reaches the host it names" '[ $rc = 1 ] && haserr "the BMC gave a link that is not a path on it" && [ "$(lines evil)" = 0 ] && [ "$(lines lure)" = $((m + 1)) ]'
 	# A port that accepts connections and never answers.
 	python3 -c 'import signal, socket, sys
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)

@@ -137,5 +137,76 @@ AHEADCTL_VAR_ROOT=$CONF run apply
 t "apply: no place for its record: the reason, exit 1, nothing written" '[ $rc = 1 ] && haserr "cannot create $CONF/lib: Not a directory" && same c'
 run -n apply
 t "apply -n: no record needed, none made" '[ $rc = 0 ] && [ ! -e "$F/var" ] && same c'
+# A full disk: the journal's first line is refused, so nothing is written.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	persist_fixture
+	revert_conf
+	snap c
+	mkdir -p "$F/var"
+	out=$(unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs "$1" && { dd if=/dev/zero of="$1/fill" bs=4096 2>/dev/null; exec "$2" apply; }' \
+		sh "$F/var" "$A" 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
+	t "apply: a state directory that takes no write (ENOSPC): the reason, exit 1, nothing written" '[ $rc = 1 ] && haserr "No space left on device" && haserr "could not record for revert" && same c'
+else
+	skip "apply on a full state directory" "needs root and unshare -m"
+fi
+
+# ---- an apply that is stopped: what it changed is recorded all the same ----
+# Each value is in the journal, on disk, before it is written.  A FIFO as
+# vda's read_ahead_kb holds apply in [block vda], after the NIC and the mount.
+JOURNAL=$F/var/lib/aheadctl/apply-journal
+stall_apply() {	# apply in the background, stalled in [block vda]; its pid in $apid
+	rm "$VQ/read_ahead_kb"; mkfifo "$VQ/read_ahead_kb"
+	"$A" apply >"$tmp/out.bg" 2>"$tmp/err.bg" &
+	apid=$!
+	for _ in $(seq 600); do [ "$(cat "$F/sys/fs/aheadfs/0:58/txn_kb")" = 4096 ] && break; sleep 0.05; done
+	sleep 0.5
+}
+unstall() { rm -f "$VQ/read_ahead_kb"; echo 128 >"$VQ/read_ahead_kb"; }
+olds() {	# the recorded old values of IRQ 40 and of the mount's txn_kb
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(sorted(e["old"] for e in d["entries"] if e["what"] in ("IRQ 40 (eth0-TxRx-0) affinity", "/mnt/ahead txn_kb")))' "$STATE" 2>/dev/null
+}
+persist_fixture
+revert_conf
+snap before
+stall_apply
+kill -TERM $apid; wait $apid; rc=$?; out=$(cat "$tmp/out.bg"); err=$(cat "$tmp/err.bg")
+t "apply stopped by SIGTERM: exit 1, said; what it changed merged into the record" '[ $rc = 1 ] && haserr "stopped by Terminated: what was changed is recorded for '"'"'aheadctl revert'"'"'" && [ ! -e "$JOURNAL" ] && [ "$(olds)" = "['"'"'0'"'"', '"'"'8192'"'"']" ]'
+unstall
+run revert
+t "revert after an apply stopped by SIGTERM: the trees as before it" '[ $rc = 0 ] && same before && [ ! -e "$STATE" ]'
+persist_fixture
+revert_conf
+snap before
+stall_apply
+kill -KILL $apid; wait $apid 2>/dev/null
+t "apply killed (SIGKILL): its journal is on disk with what it changed" '[ ! -e "$STATE" ] && grep -q "\"old\":\"8192\"" "$JOURNAL" && grep -q "IRQ 40 (eth0-TxRx-0) affinity" "$JOURNAL"'
+unstall
+run apply
+t "apply after a killed one: the journal merged first, the values before any apply kept" '[ $rc = 0 ] && haserr "values an interrupted apply replaced, left in its journal, are now recorded" && [ ! -e "$JOURNAL" ] && [ "$(olds)" = "['"'"'0'"'"', '"'"'8192'"'"']" ]'
+run revert
+t "revert: the trees as before the killed apply" '[ $rc = 0 ] && same before'
+persist_fixture
+revert_conf
+snap before
+stall_apply
+kill -KILL $apid; wait $apid 2>/dev/null
+unstall
+run revert
+t "revert after a killed apply: the journal's values put back, said, the journal gone" '[ $rc = 0 ] && has "values from $JOURNAL, the journal of an apply that was stopped, included" && same before && [ ! -e "$JOURNAL" ] && [ ! -e "$STATE" ]'
+# A journal of an earlier boot: its sysfs values were reset by the reboot.
+persist_fixture
+revert_conf
+mkdir -p "$F/proc/sys/kernel/random"
+echo 11111111-aaaa >"$F/proc/sys/kernel/random/boot_id"
+stall_apply
+kill -KILL $apid; wait $apid 2>/dev/null
+unstall
+echo 22222222-bbbb >"$F/proc/sys/kernel/random/boot_id"
+echo 3 >"$F/proc/irq/40/smp_affinity_list"
+run revert
+t "revert of an earlier boot's journal: its sysfs values left, the policy script removed" '[ $rc = 0 ] && [ "$(aff 40)" = 3 ] && [ ! -e "$POLICY" ] && has "restored irqbalance policy script: removed" && [ ! -e "$JOURNAL" ]'
+
 run revert extra
 t "revert takes no argument: usage, exit 2" '[ $rc = 2 ] && haserr "usage: aheadctl [-n] [-j] revert"'

@@ -86,6 +86,59 @@ PY
 run snapshot diff --skip-bw
 t "diff: the snoop mode changed, with bios set through the configured BMC" '[ $rc = 1 ] && has "REGRESSION BIOS snoop mode early, was home" && has "fix: aheadctl --yes bios set snoop-mode home --reboot --bmc http://127.0.0.1:" && [ "$(grep -c "^REGRESSION" <<<"$out")" = 1 ]'
 
+# The doctor reads what needs no BMC: it does not ask the BMC for the
+# snoop mode, and says that this comparison was not done.
+m=$(wc -l <"$tmp/snap-rf.log")
+run doctor --skip-bw
+t "doctor: the BMC of [bios] is not contacted; the snoop comparison is said not done" '[ "$(wc -l <"$tmp/snap-rf.log")" = "$m" ] && ! has "BIOS snoop mode early, was home" && has "not checked: snapshot: the BIOS snoop mode (home in the snapshot) was not compared: the doctor does not contact the BMC"'
+run -j doctor --skip-bw
+t "doctor -j: the snoop comparison under not_checked" 'json_ok && [ "$(jp "len(d[\"not_checked\"]), [f for f in d[\"findings\"] if \"snoop\" in f[\"finding\"]]")" = "1 []" ] && [ "$(wc -l <"$tmp/snap-rf.log")" = "$m" ]'
+
+# A source that cannot be read is recorded as unknown, and an unknown side
+# is not compared: no NIC or mount "gone", no fix that mounts twice.
+persist_fixture; irq_set
+"$A" snapshot save "$S" --skip-bw >/dev/null
+mv "$F/sys/devices/system/node/node1/cpulist" "$tmp/cpulist1"
+run snapshot diff "$S" --skip-bw
+t "diff: a NIC that cannot be read now is not compared, not gone" '[ $rc = 1 ] && ! has "is gone" && ! has "modprobe" && has "NOT COMPARED eth0: not compared: it cannot be read now (node 1: no " && has "0 regressions, 1 not compared"'
+run snapshot save "$tmp/unk.json" --skip-bw
+t "save: a NIC that cannot be read is recorded as unknown and said" '[ $rc = 0 ] && haserr "snapshot: NIC eth0 unknown (node 1: no " && has "unknown (not compared by diff until saved again): NIC eth0" && [ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print([(n[\"pci\"], n[\"unknown\"][:7]) for n in d[\"nics\"] if n[\"dev\"] == \"eth0\"])" "$tmp/unk.json")" = "[('"'"'0000:81:00.0'"'"', '"'"'node 1:'"'"')]" ]'
+mv "$tmp/cpulist1" "$F/sys/devices/system/node/node1/cpulist"
+run snapshot diff "$tmp/unk.json" --skip-bw
+t "diff against a snapshot with an unknown NIC: not compared, the fix saves again" '[ $rc = 1 ] && has "NOT COMPARED eth0: unknown in the snapshot (node 1: no " && has "fix: aheadctl snapshot save $tmp/unk.json" && ! has REGRESSION'
+mv "$F/proc/self/mountinfo" "$tmp/mountinfo"
+run snapshot diff "$S" --skip-bw
+t "diff: mounts that cannot be listed now are not compared: none 'gone', no mount in a fix" '[ $rc = 1 ] && ! has "is gone" && ! has "mount -t aheadfs" && has "NOT COMPARED the aheadfs mounts not compared: they cannot be listed now (cannot read $F/proc/self/mountinfo: No such file or directory)"'
+run -j snapshot diff "$S" --skip-bw
+t "diff -j: what was not compared, with its fix, apart from the regressions" '[ $rc = 1 ] && json_ok && [ "$(jp "d[\"count\"], len(d[\"not_compared\"]), all(x[\"what\"] and x[\"fix\"] for x in d[\"not_compared\"])")" = "0 1 True" ]'
+printf 'snapshot = %s\n' "$S" >"$CONF"
+run doctor --skip-bw
+t "doctor: mounts that cannot be listed: a [snapshot] finding 'not compared', no 'gone'" '[ $rc = 1 ] && has "FINDING [snapshot] the aheadfs mounts not compared" && ! has "is gone" && ! has "mount -t aheadfs"'
+rm "$CONF"
+run snapshot save "$tmp/unk2.json" --skip-bw
+t "save: mounts that cannot be listed are recorded unknown (null), not as none" '[ $rc = 0 ] && has "aheadfs mounts unknown" && haserr "snapshot: aheadfs unknown (cannot read" && [ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d[\"aheadfs\"], \"aheadfs\" in d[\"unknown\"])" "$tmp/unk2.json")" = "None True" ]'
+mv "$tmp/mountinfo" "$F/proc/self/mountinfo"
+run snapshot diff "$tmp/unk2.json" --skip-bw
+t "diff against a snapshot whose mounts were unknown: not compared, no mount 'new' or 'gone'" '[ $rc = 1 ] && has "NOT COMPARED the aheadfs mounts: unknown in the snapshot" && ! has REGRESSION'
+# The snapshot is written through a synced file, renamed, its directory synced.
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=fsync,fdatasync,rename,renameat,renameat2 -o "$tmp/strace.log" \
+		"$A" snapshot save "$tmp/synced.json" --skip-bw >/dev/null 2>&1; rc=$?
+	out=$(cat "$tmp/strace.log"); err=
+	t "snapshot save: the new file synced before its rename, the directory after it" '[ $rc = 0 ] && python3 - "$tmp/strace.log" "$tmp/synced.json" <<'"'"'PY'"'"'
+import re, sys
+lines = [l for l in open(sys.argv[1])]
+ren = [i for i, l in enumerate(lines) if "rename" in l and ("\"%s\"" % sys.argv[2]) in l and l.rstrip().endswith("= 0")]
+assert len(ren) == 1, ren
+pid = lines[ren[0]].split()[0]
+mine = lambda i: lines[i].split()[0] == pid and re.search(r"\bf(data)?sync\(", lines[i])
+assert any(mine(i) for i in range(ren[0])), "no fsync before the rename"
+assert any(mine(i) for i in range(ren[0] + 1, len(lines))), "no fsync of the directory after it"
+PY'
+else
+	skip "snapshot save: synced before and after the rename" "no strace"
+fi
+
 # The doctor runs the diff of the configured snapshot.
 persist_fixture; irq_set
 printf 'snapshot = %s\n' "$S" >"$CONF"

@@ -91,3 +91,39 @@ run doctor --skip-bw
 t "doctor: an 8-node sysfs tree is 8 nodes (not libnuma's count of this host)" 'has "ok: numa: 8 nodes, bandwidth matrix skipped (--skip-bw)"'
 run doctor
 t "doctor: the bandwidth matrix is not measured on a host that is not the tree" 'has "ok: numa: 8 nodes in $F/sys, " && has "where aheadctl runs: bandwidth matrix not measured"'
+# ---- results: a bandwidth matrix that cannot run is a finding, never "ok" ----
+# libnuma reads the host's /sys/devices/system/node: in a mount namespace
+# of its own the fixture's two nodes stand in for it, and the matrix cannot
+# run there (node 1 has 400 MiB free, not what numa bw needs).
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	fresh
+	for nd in 0 1; do
+		printf 'Node %d MemTotal:       33554432 kB\nNode %d MemFree:        409600 kB\nNode %d MemUsed:        0 kB\n' $nd $nd $nd \
+			>"$F/sys/devices/system/node/node$nd/meminfo"
+	done
+	out=$(unshare -m sh -c 'mount --bind "$1/sys/devices/system/node" /sys/devices/system/node && exec "$2" doctor' \
+		sh "$F" "$A" 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err")
+	t "doctor: a bandwidth matrix that cannot run is a [numa] finding, exit 1, not an ok" '[ $rc = 1 ] && has "FINDING [numa] 2 NUMA nodes, but the bandwidth matrix could not run" && ! has "ok: numa:" && haserr "numa bw needs"'
+else
+	skip "doctor: a bandwidth matrix that cannot run" "needs root and unshare -m"
+fi
+# ---- results: the doctor's window_kb fix stays within what the module takes ----
+fresh
+sed -i 's/^uncached_tails .*/uncached_tails 5/' "$F/sys/fs/aheadfs/0:58/stats"
+echo 3000000 >"$F/sys/fs/aheadfs/0:58/window_kb"
+run doctor --skip-bw
+fixline=$(sed -n 's/^  fix: aheadctl \(fs set \/mnt\/ahead window_kb=.*\)$/\1/p' <<<"$out")
+t "doctor: uncached tails with window_kb 3000000: the fix is the maximum, 4194304, not twice" 'has "/mnt/ahead: 5 of 100 reads" && [ "$fixline" = "fs set /mnt/ahead window_kb=4194304" ]'
+"$A" $fixline >/dev/null 2>&1; rc=$?
+t "doctor: that fix runs as printed" '[ $rc = 0 ] && [ "$(cat "$F/sys/fs/aheadfs/0:58/window_kb")" = 4194304 ]'
+run doctor --skip-bw
+t "doctor: uncached tails at the maximum window: no fix past it, said" 'has "/mnt/ahead: 5 of 100 reads" && has "fix: none from aheadctl: window_kb is at its maximum (4194304)" && ! grep -q "window_kb=[0-9]" <<<"$(grep -A1 "/mnt/ahead: 5 of 100" <<<"$out")"'
+# ---- results: verify with an XPS CPU list longer than 31 characters ----
+persist_fixture
+echo 0-39 >"$F/sys/devices/system/cpu/online"
+echo 3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39 >"$F/sys/devices/system/node/node1/cpulist"
+printf 'aa,aaaaaaa8\n' >"$F/proc/irq/40/affinity_hint"	# every CPU of node 1
+printf '[nic eth0]\npolicy = local\nxps = yes\nirqbalance-ban = no\n' | conf
+run apply
+run verify
+t "verify: a tx queue whose IRQ is on 19 CPUs (a 52-character list) is no drift after apply" '[ $rc = 0 ] && [ "$(aff 40)" = 3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39 ] && has "ok [nic eth0] XPS" && ! has DRIFT'
