@@ -139,6 +139,20 @@ static void sim_drain(struct sim *s)
 	}
 }
 
+/* A chunk the reader took: submitted at once.  Returns its length. */
+static u64 sim_reader_chunk(struct sim *s, const struct aheadfs_pf_chunk *ch)
+{
+	u64 pg;
+
+	for (pg = ch->start / PG; pg * PG < ch->start + ch->len; pg++)
+		set(s, pg);
+	s->issued += ch->len;
+	s->reader_chunks++;
+	s->chunks++;
+	aheadfs_window_submitted(&s->w, ch);
+	return ch->len;
+}
+
 /*
  * One read request: plan, issue the prefetch in txn-size chunks (in
  * ascending order), meter hits, then read.  Returns the absent bytes.
@@ -176,29 +190,13 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 			s->order_bad++;
 		while (aheadfs_stream_take(&s->w, p.stream, p.sync_end,
 					   p.sync_end,
-					   s->txn, &ch)) {
-			for (pg = ch.start / PG; pg * PG < ch.start + ch.len;
-			     pg++)
-				set(s, pg);
-			s->issued += ch.len;
-			s->reader_chunks++;
-			s->chunks++;
-			req_submitted += ch.len;
-			aheadfs_window_submitted(&s->w, &ch);
-		}
-		/* Then its own top-up of the window, if it is one. */
+					   s->txn, &ch))
+			req_submitted += sim_reader_chunk(s, &ch);
+		/* Then its share of the window. */
 		budget = 2 * p.grain;
 		while (aheadfs_stream_take_own(&s->w, p.stream, &budget,
-					       s->txn, &ch)) {
-			for (pg = ch.start / PG; pg * PG < ch.start + ch.len;
-			     pg++)
-				set(s, pg);
-			s->issued += ch.len;
-			s->reader_chunks++;
-			s->chunks++;
-			req_submitted += ch.len;
-			aheadfs_window_submitted(&s->w, &ch);
-		}
+					       s->txn, &ch))
+			req_submitted += sim_reader_chunk(s, &ch);
 		if (req_submitted > s->max_req_submitted)
 			s->max_req_submitted = req_submitted;
 	} else {
