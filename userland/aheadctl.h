@@ -2,6 +2,7 @@
 #ifndef AHEADCTL_H
 #define AHEADCTL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +29,12 @@ const char *var_root(void);	/* apply's record: VAR/lib/aheadctl/ */
 char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *xcalloc(size_t n, size_t sz);
 char *xstrdup(const char *s);
+/* SIGINT and SIGTERM to handler (NULL: back as they were). */
+struct stop_signals {
+	struct sigaction old[2];
+	bool set[2];
+};
+void catch_stop_signals(void (*handler)(int), struct stop_signals *saved);
 /* The whole file with the trailing newline stripped, or NULL (errno set:
  * EFBIG above READ_FILE_MAX). */
 #define READ_FILE_MAX (64 << 20)

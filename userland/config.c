@@ -1074,24 +1074,7 @@ static void on_stop(int sig)
 	apply_stop = sig;
 }
 
-/* A signal ignored by whoever started us (nohup, a background job) stays so. */
-static void catch_stop(bool on)
-{
-	static const int sigs[] = { SIGINT, SIGTERM };
-	static bool ignored[2];
-	struct sigaction sa = { .sa_handler = on ? on_stop : SIG_DFL,
-				.sa_flags = on ? SA_RESETHAND : 0 }, old;
-
-	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 2; i++) {
-		if (on) {
-			sigaction(sigs[i], NULL, &old);
-			ignored[i] = old.sa_handler == SIG_IGN;
-		}
-		if (!ignored[i])
-			sigaction(sigs[i], &sa, NULL);
-	}
-}
+static struct stop_signals stop_saved;
 
 static bool selected(const struct run *r, const struct conf_sec *s)
 {
@@ -1129,7 +1112,7 @@ int cmd_apply(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	if (st)
-		catch_stop(true);
+		catch_stop_signals(on_stop, &stop_saved);
 	if (g.json) {
 		jopen('{');
 		jstr("config", path);
@@ -1169,7 +1152,7 @@ int cmd_apply(int argc, char **argv)
 		recorded = undo_end(st, &added);
 		if (recorded < 0)
 			r.failed++;
-		catch_stop(false);
+		catch_stop_signals(NULL, &stop_saved);
 	}
 	if (g.json) {
 		jclose();

@@ -52,24 +52,6 @@ static int progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl
 	return interrupted && !rf->closing;
 }
 
-/* A signal ignored by whoever started us (nohup, a background job) stays so. */
-static void catch_signals(bool on)
-{
-	static const int sigs[] = { SIGINT, SIGTERM };
-	static bool ignored[2];
-	struct sigaction sa = { .sa_handler = on ? on_signal : SIG_DFL,
-				.sa_flags = on ? SA_RESETHAND : 0 }, old;
-
-	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 2; i++) {
-		if (on) {
-			sigaction(sigs[i], NULL, &old);
-			ignored[i] = old.sa_handler == SIG_IGN;
-		}
-		if (!ignored[i])
-			sigaction(sigs[i], &sa, NULL);
-	}
-}
 
 static size_t collect(char *data, size_t sz, size_t n, void *arg)
 {
@@ -858,15 +840,16 @@ typedef int (*rf_verb)(struct rf *rf, json_t *root, const void *arg);
 /* Every verb: one session around it, closed whatever the verb's outcome. */
 static int with_session(struct bmc *b, rf_verb verb, const void *arg)
 {
+	struct stop_signals saved;
 	struct rf rf;
 	json_t *root = NULL;
 	int rc = EXIT_FAILED;
 
-	catch_signals(true);
+	catch_stop_signals(on_signal, &saved);
 	if (!rf_open(&rf, b, &root) && !interrupted)
 		rc = verb(&rf, root, arg);
 	rf_close(&rf, root);
-	catch_signals(false);
+	catch_stop_signals(NULL, &saved);
 	return rc;
 }
 

@@ -914,3 +914,31 @@ int write_atomic(const char *path, const char *text, unsigned int mode, char **f
 	}
 	return 0;
 }
+
+/*
+ * SIGINT and SIGTERM to @handler (SA_RESETHAND: a second one ends the
+ * process), each but one ignored by whoever started us (nohup, a
+ * background job), which stays ignored; catch_stop_signals(NULL, saved)
+ * puts back what was there, so that a catcher inside another (apply's
+ * bios section reaching the BMC) leaves the outer one in place.
+ */
+void catch_stop_signals(void (*handler)(int), struct stop_signals *saved)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa = { .sa_handler = handler,
+				.sa_flags = SA_RESETHAND };
+
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++) {
+		if (!handler) {
+			if (saved->set[i])
+				sigaction(sigs[i], &saved->old[i], NULL);
+			saved->set[i] = false;
+			continue;
+		}
+		sigaction(sigs[i], NULL, &saved->old[i]);
+		saved->set[i] = saved->old[i].sa_handler != SIG_IGN;
+		if (saved->set[i])
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
