@@ -693,9 +693,11 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	}
 	/*
 	 * The reader's share of the window, then the worker for the rest
-	 * (what the window grew by).
+	 * (what the window grew by).  A plan that left nothing untaken (a
+	 * steady reader between top-ups) needs neither: the lock is not taken
+	 * again to find that out.
 	 */
-	if (!rq.legacy && plan.stream >= 0 &&
+	if (!rq.legacy && plan.stream >= 0 && plan.pending &&
 	    (nowait ? plan.issue_end > plan.issue_start :
 		      issue_own(file, lower, pf, &plan, rq.txn)))
 		queue_work(aheadfs_pf_wq, &pf->work);

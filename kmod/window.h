@@ -49,15 +49,14 @@ typedef uint32_t u32;
 #define AHEADFS_PF_BDP_HEADROOM	2
 #define AHEADFS_PF_BDP_SLACK	4
 /*
- * The window is topped up whenever a grain is missing from it: the request
- * size, or this much for smaller requests, so that each request adds about
- * what it read and none submits for many (a 128 KiB reader of a 64 MiB
- * window topped it up by 32 MiB once every 256 requests).  Each request
- * submits up to two grains of what is planned and not yet taken itself
- * (aheadfs_stream_take_own()), so the window stays full even when the
- * worker gets no CPU; the worker takes what it can of the rest.
+ * The window is topped up whenever a grain is missing from it, and each
+ * request submits up to two grains of what is planned and not yet taken
+ * itself (aheadfs_stream_take_own()), so that the window stays full even
+ * when the worker gets no CPU; the worker takes what it can of the rest.
+ * The grain is aheadfs_pf_grain(): derived from the transaction size, as
+ * every size is.
  */
-#define AHEADFS_PF_GRAIN	(128ULL << 10)
+#define AHEADFS_PF_GRAIN_SHIFT	6
 #define AHEADFS_NSEC		1000000000ULL
 
 static inline u64 aheadfs_min64(u64 a, u64 b)
@@ -68,6 +67,21 @@ static inline u64 aheadfs_min64(u64 a, u64 b)
 static inline u64 aheadfs_max64(u64 a, u64 b)
 {
 	return a > b ? a : b;
+}
+
+/*
+ * The grain of a request of @count bytes under transactions of @txn
+ * (aheadfs_txn_size()): the request's size, so that each request adds about
+ * what it read and none submits for many (a 128 KiB reader of a 64 MiB
+ * window topped it up by 32 MiB once every 256 requests), and for smaller
+ * requests a 64th of a transaction (128 KiB at the default txn_kb of 8192:
+ * a 4 KiB reader tops up once every 32 reads), so that tiny requests do not
+ * submit a page at a time.  A change of txn_kb moves it with the
+ * transactions and chunks.
+ */
+static inline u64 aheadfs_pf_grain(u64 count, u64 txn)
+{
+	return aheadfs_max64(count, txn >> AHEADFS_PF_GRAIN_SHIFT);
 }
 
 /* a * b, saturated at AHEADFS_LOFF_MAX. */
@@ -162,6 +176,7 @@ struct aheadfs_pf_plan {
 	u64 grain;			/* the reader submits two of these */
 	u64 target;			/* the product (0: not measured yet) */
 	bool resized;			/* the stream's window changed */
+	bool pending;			/* planned bytes nobody has taken */
 };
 
 /*
@@ -360,8 +375,7 @@ static inline void aheadfs_stream_fill(struct aheadfs_stream *s,
 	 * away: spread over the requests, and never late for want of a CPU
 	 * for the worker.
 	 */
-	grain = aheadfs_min64(want, aheadfs_max64(rq->count,
-						  AHEADFS_PF_GRAIN));
+	grain = aheadfs_min64(want, aheadfs_pf_grain(rq->count, rq->txn));
 	hs = aheadfs_max64(s->ra_end, end);
 	he = aheadfs_min64(aheadfs_sat_add(end, want), rq->isize);
 	p->grain = grain;
@@ -477,6 +491,8 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->target = aheadfs_stream_bdp(s);
 
 	aheadfs_stream_fill(s, rq, end, p);
+	/* Asked here, under the plan's lock, not again by each reader. */
+	p->pending = s->claimed < s->ra_end;
 }
 
 /*

@@ -59,6 +59,7 @@ struct sim {
 	u64 window_peak;
 	int order_bad;		/* issued below an earlier issue's end */
 	int gauge_bad;		/* window_cur went negative */
+	int pending_bad;	/* a plan said nothing untaken, and was wrong */
 	u64 max_issue;
 };
 
@@ -192,11 +193,17 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 					   p.sync_end,
 					   s->txn, &ch))
 			req_submitted += sim_reader_chunk(s, &ch);
-		/* Then its share of the window. */
+		/*
+		 * Then its share of the window (prefetch.c asks only when the
+		 * plan says something is left untaken: check that it is so).
+		 */
 		budget = 2 * p.grain;
 		while (aheadfs_stream_take_own(&s->w, p.stream, &budget,
-					       s->txn, &ch))
+					       s->txn, &ch)) {
+			if (!p.pending)
+				s->pending_bad++;
 			req_submitted += sim_reader_chunk(s, &ch);
+		}
 		if (req_submitted > s->max_req_submitted)
 			s->max_req_submitted = req_submitted;
 	} else {
@@ -707,20 +714,69 @@ static void test_worker_lag_small_reads(void)
 		absent += sim_read(&s, pos, 4 * KIB);
 	chunks = s.reader_chunks - chunks;
 	report(absent == 4 * KIB && chunks &&
-	       chunks <= 128 * MIB / AHEADFS_PF_GRAIN + 1 &&
-	       s.max_req_submitted <= 2 * AHEADFS_PF_GRAIN && s.order_bad == 0,
+	       chunks <= 128 * MIB / aheadfs_pf_grain(4 * KIB, s.txn) + 1 &&
+	       s.max_req_submitted <= 2 * aheadfs_pf_grain(4 * KIB, s.txn) &&
+	       s.order_bad == 0,
 	       "worker lag, 4 KiB reads: the reader submitted %llu chunks for 128 MiB (a grain of %llu), at most %llu bytes in one request, %llu bytes absent",
 	       (unsigned long long)chunks,
-	       (unsigned long long)AHEADFS_PF_GRAIN,
+	       (unsigned long long)aheadfs_pf_grain(4 * KIB, s.txn),
 	       (unsigned long long)s.max_req_submitted,
 	       (unsigned long long)absent);
 	sim_free(&s);
 }
 
 /*
+ * The grain is the transaction size's, not a size of its own: a request's
+ * size, at least a 64th of the transaction.  4 KiB readers whose worker
+ * stops running submit at most two grains in one request, in as many
+ * chunks as grains, for each txn_kb; and a smaller txn_kb makes smaller
+ * top-ups.
+ */
+static void test_grain_follows_txn(void)
+{
+	static const u64 txns[] = { 512 * KIB, 1 * MIB, 8 * MIB };
+	u64 prev_max = 0;
+	unsigned int i;
+
+	report(aheadfs_pf_grain(4 * KIB, 8 * MIB) == 128 * KIB &&
+	       aheadfs_pf_grain(4 * KIB, 1 * MIB) == 16 * KIB &&
+	       aheadfs_pf_grain(8 * MIB + 256 * KIB, 8 * MIB) ==
+	       8 * MIB + 256 * KIB &&
+	       aheadfs_pf_grain(4 * KIB, 4 * KIB) == 4 * KIB,
+	       "grain: a 64th of the txn (128 KiB at 8 MiB), the request's size above");
+	for (i = 0; i < sizeof(txns) / sizeof(txns[0]); i++) {
+		u64 txn = txns[i], grain = aheadfs_pf_grain(4 * KIB, txn);
+		u64 pos, absent = 0, chunks;
+		struct sim s;
+
+		sim_init(&s, 256 * MIB);
+		s.txn = txn;
+		for (pos = 0; pos < 64 * MIB; pos += 4 * KIB)
+			absent += sim_read(&s, pos, 4 * KIB);
+		chunks = s.reader_chunks;
+		s.worker_lags = true;
+		s.max_req_submitted = 0;
+		for (; pos < 128 * MIB; pos += 4 * KIB)
+			absent += sim_read(&s, pos, 4 * KIB);
+		chunks = s.reader_chunks - chunks;
+		report(absent == 4 * KIB && chunks &&
+		       chunks <= 64 * MIB / grain + 1 &&
+		       s.max_req_submitted <= 2 * grain &&
+		       s.max_req_submitted > prev_max && !s.order_bad &&
+		       !s.pending_bad,
+		       "txn %llu, 4 KiB reads: grain %llu, %llu reader chunks for 64 MiB, at most %llu bytes in one request",
+		       (unsigned long long)txn, (unsigned long long)grain,
+		       (unsigned long long)chunks,
+		       (unsigned long long)s.max_req_submitted);
+		prev_max = s.max_req_submitted;
+		sim_free(&s);
+	}
+}
+
+/*
  * Steady readers of every size, with a worker that never runs after the
  * window's growth: each request submits about what it reads (at most two
- * grains of max(request, AHEADFS_PF_GRAIN)), the worker is left nothing,
+ * grains of aheadfs_pf_grain()), the worker is left nothing,
  * and nothing is absent after the first request.  Before, the window was
  * topped up by half of it at once, and one request in 256 of a 128 KiB
  * reader submitted 32 MiB.
@@ -735,8 +791,8 @@ static void test_spread_topups(void)
 		u64 req = reqs[i], pos, absent = 0, grain, wb;
 		struct sim s;
 
-		grain = aheadfs_max64(req, AHEADFS_PF_GRAIN);
 		sim_init(&s, 512 * MIB + 4 * req);
+		grain = aheadfs_pf_grain(req, s.txn);
 		/* Grown to the cap, the worker draining. */
 		for (pos = 0; pos < 256 * MIB; pos += req)
 			absent += sim_read(&s, pos, req);
@@ -747,7 +803,7 @@ static void test_spread_topups(void)
 			absent += sim_read(&s, pos, req);
 		sim_drain(&s);
 		report(absent == req && s.max_req_submitted <= 2 * grain &&
-		       s.worker_bytes == wb && !s.order_bad,
+		       s.worker_bytes == wb && !s.order_bad && !s.pending_bad,
 		       "steady %llu-byte reads: at most %llu bytes submitted by one request (two grains: %llu), the worker left %llu, %llu bytes absent",
 		       (unsigned long long)req,
 		       (unsigned long long)s.max_req_submitted,
@@ -1091,6 +1147,7 @@ int main(void)
 	test_worker_lag();
 	test_worker_lag_small_reads();
 	test_spread_topups();
+	test_grain_follows_txn();
 	test_repeated_passes();
 	test_crossing_chunks();
 	test_nfsd_reorder();
