@@ -166,6 +166,7 @@ struct fsx {
 	long adopted;		/* unspecified ranges taken from the lower */
 	long layout;		/* answers that differed by the blocks, not the bytes */
 	long continued;		/* short O_DIRECT copies brought level */
+	long eof_zeroed;	/* failed writes past EOF that grew one side */
 	double t_ops, t_checks;	/* seconds in the ops and in the checks */
 	double tc;		/* when this op's checks began */
 };
@@ -1095,6 +1096,65 @@ static int layout_split(struct fsx *x, const struct fsx_op *op,
 }
 
 /*
+ * A write past EOF that both sides refused (an unaligned O_DIRECT write:
+ * EINVAL) may still have grown one of them: xfs zeroes from EOF towards the
+ * write's offset before iomap checks the buffer (xfs_file_write_checks()),
+ * and where the EOF block is mapped that zeroing writes the rest of the
+ * block and moves i_size to its end; over a hole or an unwritten extent it
+ * writes nothing.  The two sides hold the same bytes but not always the
+ * same blocks (aheadfs's copy keeps holes the lower's splice copy fills,
+ * layout_split()), so one may grow and the other not.  When that is all
+ * that happened (one side at the model's size, the other grown to no
+ * further than the end of the EOF block and below the write, with zeroes),
+ * the smaller side is extended to the same size, as the zeroing did the
+ * other, and the model follows.  Returns 0 then, or when nothing grew; -1
+ * for any other difference, which the checks report.
+ */
+static int eof_zeroing(struct fsx *x, const struct fsx_op *op,
+		       const struct fsx_res *r)
+{
+	long long old, size[FSX_SIDES], blk = 4096, big, n;
+	unsigned char *a = x->cbuf;
+	int s, f = op->file, grown;
+	struct stat st;
+
+	if (!writes(op->code) || op->code == OP_MAPWRITE || r->ret >= 0)
+		return 0;
+	old = x->size[f];
+	if (op->off <= old)
+		return 0;
+	for (s = 0; s < FSX_SIDES; s++) {
+		if (fstat(x->side[s].cfd[f], &st))
+			return -1;
+		size[s] = st.st_size;
+		blk = st.st_blksize > 0 ? st.st_blksize : 4096;
+	}
+	if (size[0] == size[1])
+		return 0;
+	grown = size[0] > size[1] ? 0 : 1;
+	big = size[grown];
+	if (size[!grown] != old ||
+	    big > min_ll((old + blk - 1) / blk * blk, op->off))
+		return -1;
+	n = big - old;
+	if (pread(x->side[grown].cfd[f], a, n, old) != n)
+		return -1;
+	for (s = 0; s < n; s++)
+		if (a[s])
+			return -1;
+	/* The main fd: the check fds are read-only. */
+	if (ftruncate(x->side[!grown].fd[f], big))
+		return -1;
+	memset(x->model[f] + old, 0, n);
+	x->size[f] = big;
+	x->eof_zeroed++;
+	if (x->verbose)
+		fsx_msg("%5ld: a refused write past EOF grew the %s side's file to %#llx (its EOF block zeroed): the other side extended to match",
+			x->n, view_name[grown], big);
+	return 0;
+}
+
+/*
  * Copy on side @s from *pin to *pout until *pin reaches @end, as a caller of
  * copy_file_range would after a short count: on the main fds, or with
  * @buffered on buffered ones.  Returns 0 when it got there, else -1 (errno
@@ -1262,6 +1322,11 @@ static int fsx_step1(struct fsx *x, const struct fsx_op *op)
 				return -1;
 			}
 		}
+	}
+	if (eof_zeroing(x, op, r)) {
+		fsx_fail(x, op, res, e->direct, e->size,
+			 "a write refused on both sides changed the files' sizes differently");
+		return -1;
 	}
 	if ((op->code == OP_REOPEN && r->ret < 0) ||
 	    (op->want != FSX_ANY && r->ret != op->want)) {
@@ -1478,9 +1543,10 @@ static void fsx_summary(struct fsx *x, double secs)
 	fsx_msg("%s on %s: %ld ops in %.1f s (%.1f s in the ops, %.1f s checking); succeeded/run: %s",
 		x->what, ahfs_fstype(), x->n, secs, x->t_ops, x->t_checks,
 		line);
-	if (x->adopted || x->layout || x->continued)
-		fsx_msg("%s: %ld unspecified ranges of failed or short writes and copies taken from the lower; %ld unaligned O_DIRECT reads that succeeded over a hole on one side only; %ld short O_DIRECT copies continued on one side",
-			x->what, x->adopted, x->layout, x->continued);
+	if (x->adopted || x->layout || x->continued || x->eof_zeroed)
+		fsx_msg("%s: %ld unspecified ranges of failed or short writes and copies taken from the lower; %ld unaligned O_DIRECT reads that succeeded over a hole on one side only; %ld short O_DIRECT copies continued on one side; %ld refused writes past EOF that grew one side's EOF block",
+			x->what, x->adopted, x->layout, x->continued,
+			x->eof_zeroed);
 }
 
 #define FSX_TOLERATED_PCT	5
@@ -1518,7 +1584,8 @@ static int fsx_run(struct ahfs *fs, unsigned long long seed)
 	 * use each for at most FSX_TOLERATED_PCT of its operations.
 	 */
 	if (!err && (x->layout * 100 > x->n * FSX_TOLERATED_PCT ||
-		     x->continued * 100 > x->n * FSX_TOLERATED_PCT)) {
+		     x->continued * 100 > x->n * FSX_TOLERATED_PCT ||
+		     x->eof_zeroed * 100 > x->n * FSX_TOLERATED_PCT)) {
 		fsx_msg("%s: answers told apart by the blocks (%ld) or short O_DIRECT copies continued (%ld) in more than %d%% of %ld ops: not a layout difference any more",
 			what, x->layout, x->continued, FSX_TOLERATED_PCT, x->n);
 		err = -1;
@@ -1611,6 +1678,32 @@ TEST_F_TIMEOUT(fsx, reported_after_truncate_odirect, 120)
 	};
 
 	ASSERT_EQ(0, fsx_script(&self->fs, "reported: after a truncate, O_DIRECT",
+				ops, ARRAY_LEN(ops)));
+}
+
+/*
+ * Seed 0x660f5f8268d5b on 6.1's xfs: an unaligned copy of a hole leaves the
+ * destination's first block a hole through aheadfs (its chunked copy keeps
+ * holes, and writes the copy's last byte, two blocks on) and written with
+ * zeroes on the lower (its splice copy), a truncate makes that block the
+ * EOF block, and an unaligned O_DIRECT write past EOF, refused with EINVAL
+ * on both sides, has xfs zero the rest of a mapped EOF block first: the
+ * lower's file grows to 0x1000, aheadfs's stays.  Both hold the same bytes
+ * (eof_zeroing()); on ext4 nothing grows.
+ */
+TEST_F_TIMEOUT(fsx, refused_write_past_eof_zeroes_one_side, 120)
+{
+	static const struct fsx_op ops[] = {
+		S_TRUNC(0, 0x10000),
+		S_COPY(0, 0x100, 0x2100, 1, 0x0, 0x2100),
+		S_TRUNC(1, 0x64c),
+		S_REOPEN(1, O_DIRECT),
+		{ .code = OP_DWRITE, .file = 1, .src = 1, .off = 0x20000,
+		  .len = 0x3000, .mis = 1801, .want = -1 },
+		S_READ(1, 0, 0x2000),
+	};
+
+	ASSERT_EQ(0, fsx_script(&self->fs, "a refused write past EOF zeroes one side's EOF block",
 				ops, ARRAY_LEN(ops)));
 }
 
@@ -1760,6 +1853,12 @@ FSX_SEED_TEST(seed_6, 0x6606036df0a58ULL)
 FSX_SEED_TEST(seed_7, 0x6605547dc581aULL)
 /* xfs on 6.1, op 80: unaligned offset and length; all unwritten on aheadfs's side. */
 FSX_SEED_TEST(seed_8, 0x660a546ce5a67ULL)
+/*
+ * xfs on 6.1, op 275: an unaligned O_DIRECT write past EOF, refused on both
+ * sides, grew the lower's file to the end of its mapped EOF block only
+ * (eof_zeroing()).
+ */
+FSX_SEED_TEST(seed_9, 0x660f5f8268d5bULL)
 
 /* What replay_or_soak runs with neither AHEADFS_FSX_SEED nor _SOAK set. */
 #define FSX_CI_SEED	0xc1c1c1ULL
