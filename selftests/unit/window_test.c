@@ -699,20 +699,33 @@ static void test_worker_lag(void)
  * grain, not one per request nor a large one now and then, and still finds
  * nothing absent.
  */
+/*
+ * 4 KiB reads of @s (with its txn) to @warm with the worker running, then
+ * to @end with the worker lagging: the reader's chunks in the second part,
+ * and the bytes found absent in all, to *@absent.
+ */
+static u64 lagging_small_reads(struct sim *s, u64 warm, u64 end, u64 *absent)
+{
+	u64 pos, chunks;
+
+	*absent = 0;
+	for (pos = 0; pos < warm; pos += 4 * KIB)
+		*absent += sim_read(s, pos, 4 * KIB);
+	chunks = s->reader_chunks;
+	s->worker_lags = true;
+	s->max_req_submitted = 0;
+	for (; pos < end; pos += 4 * KIB)
+		*absent += sim_read(s, pos, 4 * KIB);
+	return s->reader_chunks - chunks;
+}
+
 static void test_worker_lag_small_reads(void)
 {
 	struct sim s;
-	u64 pos, absent = 0, chunks;
+	u64 absent, chunks;
 
 	sim_init(&s, 256 * MIB);
-	for (pos = 0; pos < 64 * MIB; pos += 4 * KIB)
-		absent += sim_read(&s, pos, 4 * KIB);
-	chunks = s.reader_chunks;
-	s.worker_lags = true;
-	s.max_req_submitted = 0;
-	for (; pos < 192 * MIB; pos += 4 * KIB)
-		absent += sim_read(&s, pos, 4 * KIB);
-	chunks = s.reader_chunks - chunks;
+	chunks = lagging_small_reads(&s, 64 * MIB, 192 * MIB, &absent);
 	report(absent == 4 * KIB && chunks &&
 	       chunks <= 128 * MIB / aheadfs_pf_grain(4 * KIB, s.txn) + 1 &&
 	       s.max_req_submitted <= 2 * aheadfs_pf_grain(4 * KIB, s.txn) &&
@@ -746,19 +759,12 @@ static void test_grain_follows_txn(void)
 	       "grain: a 64th of the txn (128 KiB at 8 MiB), the request's size above");
 	for (i = 0; i < sizeof(txns) / sizeof(txns[0]); i++) {
 		u64 txn = txns[i], grain = aheadfs_pf_grain(4 * KIB, txn);
-		u64 pos, absent = 0, chunks;
+		u64 absent, chunks;
 		struct sim s;
 
 		sim_init(&s, 256 * MIB);
 		s.txn = txn;
-		for (pos = 0; pos < 64 * MIB; pos += 4 * KIB)
-			absent += sim_read(&s, pos, 4 * KIB);
-		chunks = s.reader_chunks;
-		s.worker_lags = true;
-		s.max_req_submitted = 0;
-		for (; pos < 128 * MIB; pos += 4 * KIB)
-			absent += sim_read(&s, pos, 4 * KIB);
-		chunks = s.reader_chunks - chunks;
+		chunks = lagging_small_reads(&s, 64 * MIB, 128 * MIB, &absent);
 		report(absent == 4 * KIB && chunks &&
 		       chunks <= 64 * MIB / grain + 1 &&
 		       s.max_req_submitted <= 2 * grain &&
