@@ -538,8 +538,9 @@ void aheadfs_prefetch_done(struct file *file,
 /*
  * The request of @plan found its bytes still being read in: grow the stream's
  * window (aheadfs_stream_stall()) and have the worker submit what that adds.
+ * Returns whether it grew: the plan then has bytes nobody took.
  */
-static void stall(struct file *file, struct aheadfs_pf_state *pf,
+static bool stall(struct file *file, struct aheadfs_pf_state *pf,
 		  const struct aheadfs_pf_plan *plan, struct aheadfs_pf_req *rq,
 		  struct aheadfs_pf_ticket *tk)
 {
@@ -553,13 +554,14 @@ static void stall(struct file *file, struct aheadfs_pf_state *pf,
 				     &more);
 	spin_unlock(&pf->lock);
 	if (!grown)
-		return;
+		return false;
 	if (tk)
 		tk->grown = true;
 	window_gauge(sbi, more.win_delta);
 	window_sized(file, pf, &more, rq->pos);
 	if (more.issue_end > more.issue_start)
 		queue_work(aheadfs_pf_wq, &pf->work);
+	return more.issue_end > more.issue_start;
 }
 
 int aheadfs_prefetch_init(void)
@@ -678,8 +680,9 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	 * It will wait for bytes already sent: the window is short, and grows
 	 * now, so that what it adds is read in during this wait.
 	 */
-	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0)
-		stall(file, pf, &plan, &rq, tk);
+	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0 &&
+	    stall(file, pf, &plan, &rq, tk))
+		plan.pending = true;
 	if (!rq.legacy && !nowait) {
 		/* From the first page nobody asked for to the end. */
 		if (own.absent) {
@@ -694,8 +697,8 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	/*
 	 * The reader's share of the window, then the worker for the rest
 	 * (what the window grew by).  A plan that left nothing untaken (a
-	 * steady reader between top-ups) needs neither: the lock is not taken
-	 * again to find that out.
+	 * steady reader between top-ups), and no stall added to since, needs
+	 * neither: the lock is not taken again to find that out.
 	 */
 	if (!rq.legacy && plan.stream >= 0 && plan.pending &&
 	    (nowait ? plan.issue_end > plan.issue_start :
