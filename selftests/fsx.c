@@ -1578,16 +1578,17 @@ static int fsx_run(struct ahfs *fs, unsigned long long seed)
 	}
 	fsx_summary(x, now() - t0);
 	/*
-	 * The two tolerances (layout_split(), copy_level()) are each
-	 * conditioned on the blocks of both sides; bounded as well, so that
+	 * The tolerances (layout_split(), copy_level(), eof_zeroing()) are
+	 * each conditioned on the blocks of both sides; bounded as well, so that
 	 * a systematic difference cannot hide behind them: a random run may
 	 * use each for at most FSX_TOLERATED_PCT of its operations.
 	 */
 	if (!err && (x->layout * 100 > x->n * FSX_TOLERATED_PCT ||
 		     x->continued * 100 > x->n * FSX_TOLERATED_PCT ||
 		     x->eof_zeroed * 100 > x->n * FSX_TOLERATED_PCT)) {
-		fsx_msg("%s: answers told apart by the blocks (%ld) or short O_DIRECT copies continued (%ld) in more than %d%% of %ld ops: not a layout difference any more",
-			what, x->layout, x->continued, FSX_TOLERATED_PCT, x->n);
+		fsx_msg("%s: answers told apart by the blocks (%ld), short O_DIRECT copies continued (%ld) or refused writes that grew one side (%ld) in more than %d%% of %ld ops: not a layout difference any more",
+			what, x->layout, x->continued, x->eof_zeroed,
+			FSX_TOLERATED_PCT, x->n);
 		err = -1;
 	}
 	fsx_close(x);
