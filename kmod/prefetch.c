@@ -76,16 +76,22 @@ static void lower_readahead(struct file *file, bool ours)
 
 /*
  * A file opened for reading: the lower's readahead follows the mode from
- * the start (mmap and splice read the lower directly).  The streams come
- * with the first read the window plans (pf_get()): an open and close, as
- * a metadata load does them, allocates and cancels nothing.
+ * the start (mmap and splice read the lower directly).  The lower file was
+ * opened for this file and nobody else holds it yet, so its f_mode is set
+ * without f_lock; later changes of mode go through lower_readahead().  The
+ * streams come with the first read the window plans (pf_get()): an open
+ * and close, as a metadata load does them, allocates and cancels nothing.
  */
 void aheadfs_prefetch_open(struct file *file)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
 
-	lower_readahead(file,
-			READ_ONCE(sbi->prefetch_mode) != AHEADFS_PF_KERNEL);
+	if (READ_ONCE(sbi->prefetch_mode) == AHEADFS_PF_KERNEL ||
+	    (fi->lower->f_mode & FMODE_RANDOM))
+		return;
+	fi->lower->f_mode |= FMODE_RANDOM;
+	fi->set_random = true;
 }
 
 /*
