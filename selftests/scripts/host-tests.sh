@@ -119,18 +119,6 @@ expect "vm-run --kernel-image with a missing image exits 2" 2 "no readable kerne
 expect "vm-run --kernel-image with another release's --kdir exits 2, naming both" 2 \
 	"$img is kernel $rel, $hdr2 is $rel2" "$vr" --kernel-image "$img" --kdir "$hdr2" -- true
 expect "vm-run --kernel 6.1 boots /boot's image as before" 0 "vng-arg: $img" "$vr" --kernel 6.1 -- true
-expect "vm-run: 9p for the root at once, no virtiofsd attempt" 0 "vng-arg: --force-9p" \
-	"$vr" --kernel 6.1 -- true
-expect "vm-run: each virtio-serial device has room for its one port" 0 \
-	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2" "$vr" --kernel 6.1 -- true
-if grep -q 'erms' <<<"$out"; then
-	fail "vm-run without --no-erms: the CPU as virtme-ng gives it" "$out"
-else
-	pass "vm-run without --no-erms: the CPU as virtme-ng gives it"
-fi
-expect "vm-run --no-erms --tcg-single: -cpu max,erms=off after the caller's options" 0 \
-	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2 -icount shift=0 -accel tcg,thread=single -cpu max,erms=off" \
-	"$vr" --kernel 6.1 --qemu-opts "-icount shift=0" --tcg-single --no-erms -- true
 run "$vr" --kernel-image "$img" --kdir "$hdr" -- true
 if [ "$rc" = 0 ] && [ "$(booted)" = "$t/build/kernels/boot/vmlinuz-$rel" ] &&
    [ "$(readlink "$t/build/kernels/boot/vmlinuz-$rel")" = "$img" ] && [ ! -e "$t/build/kernels/$rel" ]; then
@@ -258,11 +246,11 @@ kbuild $rel2
 ksmbd-build $rel
 ksmbd-build $rel2
 dkms-prebuild $s/build/dkms $rel $rel2
-vm-run --kernel 6.1 --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run --kernel 6.1 --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run --kernel 6.12 --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.12 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.12 -- true [ ]"
 stubcheck KERNEL="$img" KDIR="$hdr"
 v="--kernel-image $img --kdir $hdr"
@@ -270,8 +258,8 @@ stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each gue
 "kbuild $hdr
 dkms-prebuild $s/build/dkms $rel:$hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run $v --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
+vm-run $v --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run $v --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel $rel -- true [$img $hdr]"
 if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/kernel-$rel.tap" ]; then
 	pass "scripts/check KERNEL= KDIR=: results under the release $rel"
@@ -284,7 +272,7 @@ stubcheck KERNEL="$img" KDIR="$hdr" AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMO
 stubwant "scripts/check AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G: the test guest alone, with --memory 4G" \
 "kbuild $hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 2700 --console --tcg-single --no-erms --memory 4G -- scripts/guest-run --exclude deb [ ]"
+vm-run $v --timeout 2700 --console --tcg-single --memory 4G -- scripts/guest-run --exclude deb [ ]"
 # make check-full's way: every test on every lower, longer stressors, DKMS
 # compiling in the package guests for every kernel, fresh fsx seeds.
 stubcheck AHEADFS_CHECK_FULL=1 FSX_SOAK=3
@@ -294,11 +282,11 @@ kbuild $rel2
 ksmbd-build $rel
 ksmbd-build $rel2
 soak --kernels $rel $rel2 --seeds 3
-vm-run --kernel 6.1 --timeout 3600 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
-vm-run --kernel 6.1 --timeout 4500 --console --tcg-single --no-erms -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.1 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 3600 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
-vm-run --kernel 6.12 --timeout 4500 --console --tcg-single --no-erms -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.12 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
 vm-run --kernel 6.12 -- true [ ]"
 
 # The overall deadline: two test guests that never end are stopped when it
