@@ -119,6 +119,13 @@ expect "vm-run --kernel-image with a missing image exits 2" 2 "no readable kerne
 expect "vm-run --kernel-image with another release's --kdir exits 2, naming both" 2 \
 	"$img is kernel $rel, $hdr2 is $rel2" "$vr" --kernel-image "$img" --kdir "$hdr2" -- true
 expect "vm-run --kernel 6.1 boots /boot's image as before" 0 "vng-arg: $img" "$vr" --kernel 6.1 -- true
+expect "vm-run: 9p for the root at once, no virtiofsd attempt" 0 "vng-arg: --force-9p" \
+	"$vr" --kernel 6.1 -- true
+expect "vm-run: each virtio-serial device has room for its one port" 0 \
+	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2" "$vr" --kernel 6.1 -- true
+expect "vm-run --tcg-single: the caller's options, then one thread, after the port room" 0 \
+	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2 -icount shift=0 -accel tcg,thread=single" \
+	"$vr" --kernel 6.1 --qemu-opts "-icount shift=0" --tcg-single -- true
 run "$vr" --kernel-image "$img" --kdir "$hdr" -- true
 if [ "$rc" = 0 ] && [ "$(booted)" = "$t/build/kernels/boot/vmlinuz-$rel" ] &&
    [ "$(readlink "$t/build/kernels/boot/vmlinuz-$rel")" = "$img" ] && [ ! -e "$t/build/kernels/$rel" ]; then
