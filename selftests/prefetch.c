@@ -657,113 +657,6 @@ TEST_F_TIMEOUT(prefetch, tracepoints_match_counters, 300)
 	EXPECT_EQ(DELTA(a, b, pf_bytes), len);
 }
 
-#define PRESSURE_CG	(48 * MIB)
-#define PRESSURE_FILE	(128 * MIB)
-#define PRESSURE_REQ	(8 * MIB)
-
-/*
- * Read @path whole in requests of PRESSURE_REQ in a child, in memory cgroup
- * @cg when not NULL, checking every byte: 0, or what went wrong (the
- * child's exit code, or 128 + the signal that killed it).
- */
-static int read_checked(const char *cg, const char *path, unsigned char *buf)
-{
-	char procs[PATH_MAX];
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		char me[32];
-		off_t off = 0;
-		ssize_t r;
-		int fd;
-
-		snprintf(me, sizeof(me), "%d", getpid());
-		if (cg && ahfs_write_file(ahfs_fmt(procs, sizeof(procs),
-						   "%s/cgroup.procs", cg), me))
-			_exit(2);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			_exit(3);
-		while ((r = pread(fd, buf, PRESSURE_REQ, off)) > 0) {
-			if (ahfs_check_pattern(buf, r, off))
-				_exit(4);
-			off += r;
-		}
-		_exit(r < 0 ? 5 : off == PRESSURE_FILE ? 0 : 6);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) :
-				   128 + WTERMSIG(status);
-}
-
-/* "oom_kill N" of @cg's memory.events, or -1. */
-static long long oom_kills(const char *cg)
-{
-	char path[PATH_MAX], buf[1024], *p;
-
-	if (ahfs_read_file(ahfs_fmt(path, sizeof(path), "%s/memory.events", cg),
-			   buf, sizeof(buf)) <= 0)
-		return -1;
-	p = strstr(buf, "oom_kill ");
-	return p ? atoll(p + 9) : -1;
-}
-
-/*
- * Memory is the limit: window_kb at its maximum (4 GiB), a reader in a
- * memory cgroup of 48 MiB reads a 128 MiB file in 8 MiB requests.  Its
- * window yields to the cgroup (it never passes half of memory.max) instead
- * of outgrowing what the cgroup can hold, prefetch still runs, the reader
- * is not OOM-killed and reads every byte right.  The same read outside the
- * cgroup then grows the window past that bound: the cgroup, not the file
- * or window_kb, stopped it.
- */
-TEST_F_TIMEOUT(prefetch, memory_pressure_window_yields, 300)
-{
-	char cgroot[PATH_MAX], cg[PATH_MAX], m[PATH_MAX];
-	struct snap a, b, c;
-	int ret;
-
-	ahfs_fmt(cgroot, sizeof(cgroot), "%s/cgroup", self->fs.base);
-	ahfs_fmt(cg, sizeof(cg), "%s/reader", cgroot);
-	ASSERT_EQ(0, mkdir(cgroot, 0755));
-	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s' && echo %ld >'%s/memory.max'",
-			      cgroot, cgroot, cg, PRESSURE_CG, cg));
-	ASSERT_EQ(0, make_cold(&self->fs, "f", PRESSURE_FILE));
-	ASSERT_EQ(0, ahfs_set(&self->fs, "window_kb", "4194304"));
-	ahfs_m(&self->fs, m, "f");
-
-	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
-	snap(&self->fs, &a);
-	ret = read_checked(cg, m, self->buf);
-	snap(&self->fs, &b);
-	EXPECT_EQ(0, ret) {
-		TH_LOG("the reader in the cgroup: %s %d", ret > 128 ?
-		       "killed by signal" : "failed with", ret > 128 ?
-		       ret - 128 : ret);
-	}
-	EXPECT_EQ(0, oom_kills(cg));
-
-	ASSERT_EQ(0, drop_cache(&self->fs, "f"));
-	ASSERT_EQ(0, read_checked(NULL, m, self->buf));
-	snap(&self->fs, &c);
-	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
-	TH_LOG("window peak %lld MiB in a %ld MiB cgroup (%lld chunks, %lld MiB wasted, %lld absent requests), %lld MiB outside it",
-	       b.peak >> 20, PRESSURE_CG >> 20, DELTA(a, b, chunks),
-	       DELTA(a, b, wasted) >> 20, DELTA(a, b, absent_reqs),
-	       c.peak >> 20);
-	EXPECT_LT(0, DELTA(a, b, chunks));
-	EXPECT_LT(0, b.peak);
-	EXPECT_GE(PRESSURE_CG / 2, b.peak);
-	/* window_peak only grows: the larger peak is the free reader's. */
-	EXPECT_LT(PRESSURE_CG / 2, c.peak);
-}
-
 /* Bytes of @path in the page cache (mincore of a mapping: nothing faulted). */
 static long long resident(const char *path)
 {
@@ -953,7 +846,7 @@ TEST_F_TIMEOUT(prefetch, first_request_demand_in_txns, 300)
  * tell what the clock does.
  */
 #define SLOW_MS		300
-#define SLOW_IMG	(128 * MIB)
+#define SLOW_IMG	(192 * MIB)
 
 FIXTURE(slow) {
 	struct ahfs fs;
@@ -1031,6 +924,18 @@ FIXTURE_TEARDOWN(slow)
 		ahfs_run("losetup -d %s", self->loopdev);
 	ahfs_teardown(&self->fs);
 	free(self->buf);
+}
+
+/*
+ * Give reads of the slow fixture's device @ms of delay from now on: a new
+ * table, swapped in by the resume (which freezes and thaws the ext4 on it).
+ * The resume's change event has udev open the device to probe it; the
+ * settle waits for that, or the device is still open at teardown.
+ */
+static int slow_delay(const char *dm, const char *loopdev, int ms)
+{
+	return ahfs_run("DM_DISABLE_UDEV=1 dmsetup reload %s --table '0 %ld delay %s 0 %d %s 0 0' && DM_DISABLE_UDEV=1 dmsetup resume %s && { udevadm settle 2>/dev/null || true; }",
+			dm, (long)(SLOW_IMG >> 9), loopdev, ms, loopdev, dm);
 }
 
 /*
@@ -1210,6 +1115,126 @@ TEST_F_TIMEOUT(slow, copy_counts_waits_and_absent, 300)
 	EXPECT_EQ(16, txns[1]);
 	EXPECT_EQ(1, absent[1]);
 	EXPECT_EQ(0, tails[1]);
+}
+
+#define PRESSURE_CG	(48 * MIB)
+#define PRESSURE_FILE	(128 * MIB)
+#define PRESSURE_REQ	(8 * MIB)
+#define PRESSURE_MS	1000
+
+/*
+ * Read @path whole in requests of PRESSURE_REQ in a child, in memory cgroup
+ * @cg when not NULL, checking every byte there (a 4 KiB sample of each
+ * request outside it): 0, or what went wrong (the child's exit code, or
+ * 128 + the signal that killed it).
+ */
+static int read_checked(const char *cg, const char *path, unsigned char *buf)
+{
+	char procs[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		char me[32];
+		off_t off = 0;
+		ssize_t r;
+		int fd;
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (cg && ahfs_write_file(ahfs_fmt(procs, sizeof(procs),
+						   "%s/cgroup.procs", cg), me))
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(3);
+		while ((r = pread(fd, buf, PRESSURE_REQ, off)) > 0) {
+			if (ahfs_check_pattern(buf, cg || r < 4096 ? r : 4096,
+					       off))
+				_exit(4);
+			off += r;
+		}
+		_exit(r < 0 ? 5 : off == PRESSURE_FILE ? 0 : 6);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+				   128 + WTERMSIG(status);
+}
+
+/* "oom_kill N" of @cg's memory.events, or -1. */
+static long long oom_kills(const char *cg)
+{
+	char path[PATH_MAX], buf[1024], *p;
+
+	if (ahfs_read_file(ahfs_fmt(path, sizeof(path), "%s/memory.events", cg),
+			   buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "oom_kill ");
+	return p ? atoll(p + 9) : -1;
+}
+
+/*
+ * Memory is the limit: window_kb at its maximum (4 GiB), a reader in a
+ * memory cgroup of 48 MiB reads a 128 MiB file in 8 MiB requests from a
+ * device whose reads take PRESSURE_MS.  Its window yields to the cgroup (it
+ * never passes half of memory.max) instead of outgrowing what the cgroup
+ * can hold, prefetch still runs, the reader is not OOM-killed and reads
+ * every byte right.  The same read outside the cgroup then grows the window
+ * past that bound: the cgroup, not the file or window_kb, stopped it.
+ *
+ * The delay is the device's timer, so that the free reader's window does
+ * not depend on what a copy costs in the guest: it doubles while the reader
+ * waits and then holds twice the reader's rate times PRESSURE_MS, past
+ * 24 MiB unless the reader is slower than 12 MiB/s.  Over a fast lower
+ * (a loop device on tmpfs) the window grows only as far as the lower's copy
+ * is slow against the reader's, which TCG made 16 to 32 MiB.
+ */
+TEST_F_TIMEOUT(slow, memory_pressure_window_yields, 300)
+{
+	char cgroot[PATH_MAX], cg[PATH_MAX], m[PATH_MAX], l[PATH_MAX];
+	struct snap a, b, c;
+	int ret;
+
+	ahfs_fmt(cgroot, sizeof(cgroot), "%s/cgroup", self->fs.base);
+	ahfs_fmt(cg, sizeof(cg), "%s/reader", cgroot);
+	ASSERT_EQ(0, mkdir(cgroot, 0755));
+	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s' && echo %ld >'%s/memory.max'",
+			      cgroot, cgroot, cg, PRESSURE_CG, cg));
+	/* Writes are not delayed: the file is written through the device. */
+	ASSERT_EQ(0, ahfs_make_file(ahfs_l(&self->fs, l, "big"),
+				    PRESSURE_FILE));
+	ASSERT_EQ(0, slow_delay(self->dm, self->loopdev, PRESSURE_MS));
+	ASSERT_EQ(0, ahfs_set(&self->fs, "window_kb", "4194304"));
+	ahfs_m(&self->fs, m, "big");
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "big"));
+	snap(&self->fs, &a);
+	ret = read_checked(cg, m, self->buf);
+	snap(&self->fs, &b);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("the reader in the cgroup: %s %d", ret > 128 ?
+		       "killed by signal" : "failed with", ret > 128 ?
+		       ret - 128 : ret);
+	}
+	EXPECT_EQ(0, oom_kills(cg));
+
+	ASSERT_EQ(0, drop_cache(&self->fs, "big"));
+	ASSERT_EQ(0, read_checked(NULL, m, self->buf));
+	snap(&self->fs, &c);
+	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
+	TH_LOG("window peak %lld MiB in a %ld MiB cgroup (%lld chunks, %lld MiB wasted, %lld absent requests), %lld MiB outside it",
+	       b.peak >> 20, PRESSURE_CG >> 20, DELTA(a, b, chunks),
+	       DELTA(a, b, wasted) >> 20, DELTA(a, b, absent_reqs),
+	       c.peak >> 20);
+	EXPECT_LT(0, DELTA(a, b, chunks));
+	EXPECT_LT(0, b.peak);
+	EXPECT_GE(PRESSURE_CG / 2, b.peak);
+	/* window_peak only grows: the larger peak is the free reader's. */
+	EXPECT_LT(PRESSURE_CG / 2, c.peak);
 }
 
 TEST_HARNESS_MAIN
