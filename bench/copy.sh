@@ -468,6 +468,9 @@ for lat in 0 "$latency"; do
 done
 python3 - "$tsv" "$out" "$rel" <<'EOF'
 import json, os, sys
+# The guest's CPU model (scripts/bench-run's BENCH_CPU): with ERMS, the
+# instruction-counted clock counts a string copy or clear a byte an iteration.
+cpu_model = "erms (rep movsb/stosb)" if " erms" in open("/proc/cpuinfo").read() else "no erms (rep movsq/stosq)"
 
 tsv, out, rel = sys.argv[1:4]
 def kv(s):
@@ -536,10 +539,10 @@ for r in rows:
                        "latency_ms": r["latency_ms"],
                        "ratio": "COPY ops %s, READ ops %s" % (r.get("nfs_copy"), r.get("nfs_read")),
                        "value": None, "target": "COPY > 0, READ 0", "met": ok})
-json.dump({"clock": "icount", "device": "null_blk memory-backed, hrtimer completion",
+json.dump({"clock": "icount", "cpu": cpu_model, "device": "null_blk memory-backed, hrtimer completion",
            "results": rows, "ratios": ratios},
           open(os.path.join(out, "copy-icount-%s.json" % rel), "w"), indent=1)
-print("kernel %s, icount clock, a cold file on ext4 on null_blk, copied through aheadfs" % rel)
+print("kernel %s, icount clock, CPU %s, a cold file on ext4 on null_blk, copied through aheadfs" % (rel, cpu_model))
 print("%-18s %-15s %4s %-7s %9s %9s %8s %9s  %s" % ("lower", "method", "ms", "mode", "copy s", "fsync s", "MiB/s", "wait ms",
       "copies txns absent waited | reads waited"))
 for r in rows:

@@ -640,6 +640,9 @@ esac
 
 python3 - "$tsv" "$lst" "$out" "$rel" "$ops_files" "$timeout_ms" "$trace" "$clock" <<'EOF'
 import glob, json, os, sys
+# The guest's CPU model (scripts/bench-run's BENCH_CPU): with ERMS, the
+# instruction-counted clock counts a string copy or clear a byte an iteration.
+cpu_model = "erms (rep movsb/stosb)" if " erms" in open("/proc/cpuinfo").read() else "no erms (rep movsq/stosq)"
 
 tsv, lst, out, rel, nfiles, timeout_ms, trace, clock = sys.argv[1:9]
 nfiles = int(nfiles)
@@ -665,7 +668,7 @@ for (layer, op, procs), rs in sorted(runs.items()):
          "procs": procs, "ops_s": round(median(v), 1),
          "ops_s_min": round(min(v), 1), "ops_s_max": round(max(v), 1),
          "rounds": len(v), "files": nfiles, "tool": TOOL[op],
-         "clock": clock}
+         "clock": clock, "cpu": cpu_model}
     results.append(r)
     by[(layer, op, procs)] = (r, rs)
 for base, target in VERSUS:
@@ -693,7 +696,7 @@ for line in open(lst):
     rpcs["total"] = sum(d.values())
     x = {"kernel": rel, "case": case, "listing": which,
          "seconds": float(secs), "rpcs": rpcs, "files": int(n),
-         "clock": clock}
+         "clock": clock, "cpu": cpu_model}
     if case.startswith("aheadfs"):
         sa, sb = kv(sa), kv(sb)
         x["aheadfs_stats"] = {s: sb[s] - sa.get(s, 0) for s in sb}
@@ -708,7 +711,7 @@ def lsratio(what, op, value, target, files, **more):
     q = {"kernel": rel, "what": what, "op": op, "value": value,
          "target": target, "met": value >= target if op == ">=" else
          value <= target if op == "<=" else value < target,
-         "files": files, "clock": clock}
+         "files": files, "clock": clock, "cpu": cpu_model}
     q.update(more)
     ratios.append(q)
 c, loc = lby.get(("aheadfs-cached", "repeat")), lby.get(("local", "repeat"))

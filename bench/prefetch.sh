@@ -29,27 +29,34 @@
 # For each latency, request size and mode (the lower read directly, aheadfs
 # kernel, legacy, ahead) the page cache is dropped and a $BENCH_FILE_MIB MiB
 # file (default 256) is read once, sequentially, by a reader that times
-# every request and the time it spent blocked in its loop (wait: the loop's
-# time less its own CPU time and its run-queue delay, from
-# /proc/self/schedstat); then the same file is read hot through aheadfs (the
-# ceiling: what the cache delivers).  Reported per run: MiB/s (guest time),
-# p50/p90/p99 request latency, the wait, the device's completed reads and
-# aheadfs's stats deltas; per size and latency "latency hidden" (ahead at L
-# ms over ahead at 0 ms).  Each row runs $BENCH_ROUNDS times (default 1
+# every request, the time the CPU was idle during its loop (wait: what the
+# guest's tasks did not run of it, from /proc/schedstat; on the one vCPU of
+# an icount run, the time everything waited on the device) and the time the
+# reader itself slept in it (blocked: the loop's time less its own CPU time
+# and run-queue delay, from /proc/self/schedstat; on one vCPU that includes
+# the time the prefetch worker ran); then the same file is read hot through
+# aheadfs (the ceiling: what the cache delivers).  Reported per run: MiB/s
+# (guest time), p50/p90/p99 request latency, the first request's, how many
+# took more than twice the median, the wait, the device's completed reads
+# and aheadfs's stats deltas; per size and latency "latency hidden" (ahead
+# at L ms over ahead at 0 ms).  Each row runs $BENCH_ROUNDS times (default 1
 # under icount, whose runs repeat; 3 under wall time, the median kept, the
 # lowest and highest rate beside it).
 #
 # Output ($BENCH_OUT, default build/bench, a directory the guest can write:
 # under build/): prefetch-<release>.json (this kernel) and prefetch.json
-# (every kernel measured so far in that directory): "clock",
+# (every kernel measured so far in that directory): "clock", "cpu" (with
+# or without ERMS: scripts/bench-run's BENCH_CPU),
 # "device" (what the device was), "results", one object per run
 # {"kernel", "clock", "device", "latency_ms", "mode", "req_bytes", "mib_s",
-# "p50_ms", "p90_ms", "p99_ms", "wait_ms", "wait_over_0ms_ms", "cpu_ms", "runq_ms",
-# "hot_mib_s", "dev_reads", "reqs", "absent_reqs", "wait_reqs", "kernel_wait_ms",
+# "p50_ms", "p90_ms", "p99_ms", "first_ms", "slow_reqs", "wait_ms",
+# "wait_over_0ms_ms", "blocked_ms", "cpus", "cpu_ms", "runq_ms", "hot_mib_s", "dev_reads", "reqs", "absent_reqs", "wait_reqs", "kernel_wait_ms",
 # "uncached_tails", "demand_chunks", "prefetch_chunks", "window_peak",
 # "rounds", "mib_s_min", "mib_s_max"} (stats null for mode lower),
 # "probe_ms" (one 4 KiB direct read of the device, per latency), and
-# "ratios", each target with its value, met or MISSED; and a table.
+# "ratios", each target with its value, met or MISSED; and a table.  The
+# raw rows (prefetch-<release>.tsv) end with every request's latency, ns,
+# in request order.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,10 +99,15 @@ tsv=$out/prefetch-$rel.tsv probes=$out/prefetch-$rel.probes
 # The reader: sequential read(2)s of REQ bytes, each timed.  Static, on
 # tmpfs, its memory locked and its buffers touched before the clock starts:
 # the timed loop faults in nothing from the 9p root.  Prints "ns p50_ns
-# p90_ns p99_ns wait_ns cpu_ns runq_ns": wait is the loop's time less the
-# process's CPU time and its run-queue delay (/proc/self/schedstat), the
-# time it was blocked (on the device, or a lock).  "reader DEV probe":
-# the median of 5 direct 4 KiB reads of the device, ns.
+# p90_ns p99_ns wait_ns cpu_ns runq_ns blocked_ns cpus": wait is the time
+# the CPUs were idle during the loop, summed over them (the guest's time
+# less what its tasks ran, /proc/schedstat; on one vCPU, the time nothing
+# could run because everything waited on the device); blocked is the loop's
+# time less the reader's own CPU time and run-queue delay
+# (/proc/self/schedstat): the time it slept, on the device or while the
+# prefetch worker ran.  With a third argument FILE it writes each request's
+# latency there, in ns, in request order.  "reader DEV probe": the median of
+# 5 direct 4 KiB reads of the device, ns.
 cat >"$work/reader.c" <<'EOF'
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -103,6 +115,7 @@ cat >"$work/reader.c" <<'EOF'
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,6 +141,40 @@ static long long runq(int fd)
 	return wait;
 }
 
+/*
+ * What the tasks of every CPU have run, ns (field 7 of /proc/schedstat's
+ * cpu lines), and in *ncpu how many CPUs.  A task's run is added when it
+ * leaves the CPU: a nanosleep first makes the reader leave it, so that its
+ * own time up to here is in the sum.
+ */
+static long long cpu_run(int *ncpu)
+{
+	static char b[1 << 16];
+	const struct timespec tick = { 0, 1 };
+	long long sum = 0, v[7];
+	ssize_t n;
+	char *p;
+	FILE *f;
+
+	nanosleep(&tick, NULL);
+	f = fopen("/proc/schedstat", "r");
+	if (!f)
+		return -1;
+	n = fread(b, 1, sizeof(b) - 1, f);
+	fclose(f);
+	b[n > 0 ? n : 0] = 0;
+	*ncpu = 0;
+	for (p = strstr(b, "\ncpu"); p; p = strstr(p + 1, "\ncpu")) {
+		if (sscanf(p + 1, "cpu%*d %lld %lld %lld %lld %lld %lld %lld",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+			   &v[6]) != 7)
+			return -1;
+		sum += v[6];
+		++*ncpu;
+	}
+	return *ncpu ? sum : -1;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -137,16 +184,18 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+	long long *lat, t0, t1, c0, c1, r0, r1, u0, u1, idle;
 	size_t req, n = 0, max;
-	long long *lat, t0, t1, c0, c1, r0, r1;
+	int fd, sfd, ncpu = 0;
 	struct stat st;
 	char *buf;
-	int fd, sfd;
 
 	if (argc < 3)
 		return 2;
 	if (mlockall(MCL_CURRENT | MCL_FUTURE))
 		perror("mlockall");
+	/* The nanosleeps of cpu_run() as short as they can be. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if (!strcmp(argv[2], "probe")) {
 		long long p[5];
 
@@ -177,6 +226,8 @@ int main(int argc, char **argv)
 	memset(lat, 0, max * sizeof(*lat));
 	runq(sfd);
 	now(CLOCK_PROCESS_CPUTIME_ID);
+	cpu_run(&ncpu);
+	u0 = cpu_run(&ncpu);
 	r0 = runq(sfd);
 	c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 	t0 = now(CLOCK_MONOTONIC);
@@ -196,10 +247,21 @@ int main(int argc, char **argv)
 	t1 = now(CLOCK_MONOTONIC);
 	c1 = now(CLOCK_PROCESS_CPUTIME_ID);
 	r1 = runq(sfd);
+	u1 = cpu_run(&ncpu);
+	idle = u0 < 0 || u1 < 0 ? -1 : ncpu * (t1 - t0) - (u1 - u0);
+	if (argc > 3) {
+		FILE *f = fopen(argv[3], "w");
+
+		for (size_t i = 0; f && i < n; i++)
+			fprintf(f, "%lld\n", lat[i]);
+		if (!f || fclose(f))
+			perror(argv[3]);
+	}
 	qsort(lat, n, sizeof(*lat), cmp);
 #define Q(p) lat[(size_t)((p) * n) < n ? (size_t)((p) * n) : n - 1]
-	printf("%lld %lld %lld %lld %lld %lld %lld\n", t1 - t0, Q(0.5), Q(0.9),
-	       Q(0.99), (t1 - t0) - (c1 - c0) - (r1 - r0), c1 - c0, r1 - r0);
+	printf("%lld %lld %lld %lld %lld %lld %lld %lld %d\n", t1 - t0, Q(0.5),
+	       Q(0.9), Q(0.99), idle, c1 - c0, r1 - r0,
+	       (t1 - t0) - (c1 - c0) - (r1 - r0), ncpu);
 	return 0;
 }
 EOF
@@ -270,12 +332,13 @@ for lat in 0 $latencies; do
 				echo 3 >/proc/sys/vm/drop_caches
 			fi
 			s0=$(stats "$sysfs") r0=$(dev_reads)
-			read -r ns p50 p90 p99 wait cpu runq < <("$work/reader" "$f" "$req")
+			read -r ns p50 p90 p99 wait cpu runq blocked cpus < <("$work/reader" "$f" "$req" "$work/series")
 			s1=$(stats "$sysfs") r1=$(dev_reads)
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
 				"$dev" "$lat" "$mode" "$req" "$ns" "$p50" "$p90" \
 				"$p99" "$((r1 - r0))" "$s0" "$s1" "$round" \
-				"$wait" "$cpu" "$runq" >>"$tsv"
+				"$wait" "$cpu" "$runq" "$blocked" "$cpus" \
+				"$(tr '\n' ' ' <"$work/series")" >>"$tsv"
 			echo "# $dev $lat ms, $req B, $mode (run $round/$rounds): $((size_mib * 1000000000 / ns)) MiB/s, wait $((wait / 1000000)) ms" >&2
 		done
 	    done
@@ -285,10 +348,14 @@ for lat in 0 $latencies; do
 	rmmod null_blk
 done
 
-python3 - "$tsv" "$out" "$rel" "$size_mib" "$clock" "$devdesc" "$probes" <<'EOF'
+# The CPU model (scripts/bench-run's BENCH_CPU): with ERMS, the clock counts
+# a string copy or clear one byte an iteration.
+cpu="no erms (rep movsq/stosq)"
+! grep -qw erms /proc/cpuinfo || cpu="erms (rep movsb/stosb)"
+python3 - "$tsv" "$out" "$rel" "$size_mib" "$clock" "$devdesc" "$probes" "$cpu" <<'EOF'
 import glob, json, os, sys
 
-tsv, out, rel, size_mib, clock, devdesc, probes = sys.argv[1:8]
+tsv, out, rel, size_mib, clock, devdesc, probes, cpu = sys.argv[1:9]
 size_mib = int(size_mib)
 probe_ms = {int(l.split()[0]): round(int(l.split()[1]) / 1e6, 3)
             for l in open(probes) if l.strip()}
@@ -315,15 +382,21 @@ for key, rs in runs.items():
     rs.sort(key=lambda x: x[0])
     mib_s, f = rs[(len(rs) - 1) // 2]
     (k, dev, lat, mode, req, ns, p50, p90, p99, reads, s0, s1) = f[:12]
-    wait, cpu, runq = f[13:16]
+    wait, cpu_ns, runq, blocked, cpus = f[13:18]
+    series = [int(x) for x in f[18].split()]
+    # Requests that took more than twice the median, and the first one.
+    slow = sum(1 for x in series if x > 2 * int(p50))
     lat, req = int(lat), int(req)
     a, b = kv(s0), kv(s1)
     d = lambda n: None if mode == "lower" else b.get(n, 0) - a.get(n, 0)
-    rows.append({"kernel": rel, "clock": clock, "device": dev,
+    rows.append({"kernel": rel, "clock": clock, "cpu": cpu, "device": dev,
                  "latency_ms": lat, "probe_ms": probe_ms.get(lat),
                  "mode": mode, "req_bytes": req, "mib_s": mib_s,
                  "p50_ms": ms(p50), "p90_ms": ms(p90), "p99_ms": ms(p99),
-                 "wait_ms": ms(wait), "cpu_ms": ms(cpu), "runq_ms": ms(runq),
+                 "wait_ms": ms(wait), "cpu_ms": ms(cpu_ns), "runq_ms": ms(runq),
+                 "blocked_ms": ms(blocked), "cpus": int(cpus),
+                 "first_ms": ms(series[0]) if series else None,
+                 "slow_reqs": slow,
                  "dev_reads": int(reads),
                  "reqs": d("read_reqs"), "absent_reqs": d("absent_reqs"),
                  "wait_reqs": d("wait_reqs"),
@@ -338,8 +411,7 @@ for r in rows:
     r["hot_mib_s"] = hot.get((r["device"], r["latency_ms"], r["req_bytes"]))
 by = {(r["latency_ms"], r["mode"], r["req_bytes"]): r for r in rows}
 # The wait beyond the same run's on the undelayed device: what the device's
-# latency added (on one vCPU a reader also blocks while the prefetch worker
-# submits, which null_blk's copy on submission makes CPU time).
+# latency added.
 for r in rows:
     z = by.get((0, r["mode"], r["req_bytes"]))
     r["wait_over_0ms_ms"] = round(r["wait_ms"] - z["wait_ms"], 2) if z else None
@@ -367,14 +439,15 @@ for lat in lats:
             ratio("ahead/kernel", lat, "ahead", "kernel", s, 1.0)
             # Latency hidden: ahead at L ms over ahead at 0 ms.
             ratio("latency hidden", lat, "ahead", "ahead", s, 0.9, lb=0)
-            # The reader's blocked time in its loop, in device latencies.
-            if r and r["probe_ms"]:
+            # The device wait in the reader's loop, in device latencies:
+            # the CPU's idle time, which is that on one vCPU only.
+            if r and r["probe_ms"] and r["cpus"] == 1:
                 add("ahead wait/latency", lat, s, r["wait_ms"] / r["probe_ms"], 2.0, "<=")
                 if r["wait_over_0ms_ms"] is not None:
                     add("ahead (wait-w0)/lat", lat, s, r["wait_over_0ms_ms"] / r["probe_ms"], 2.0, "<=")
         if r and r["p50_ms"]:
             add("ahead p99/p50", lat, s, r["p99_ms"] / r["p50_ms"], 2.0, "<=")
-mine = {"kernel": rel, "clock": clock, "device": devdesc,
+mine = {"kernel": rel, "clock": clock, "cpu": cpu, "device": devdesc,
         "file_mib": size_mib, "probe_ms": probe_ms, "results": rows,
         "ratios": ratios}
 json.dump(mine, open(os.path.join(out, "prefetch-%s.json" % rel), "w"), indent=1)
@@ -383,12 +456,12 @@ for p in sorted(glob.glob(os.path.join(out, "prefetch-*.json"))):
     d = json.load(open(p))
     allr += d["results"]
     allq += d["ratios"]
-    meta.append({k: d.get(k) for k in ("kernel", "clock", "device", "file_mib", "probe_ms")})
+    meta.append({k: d.get(k) for k in ("kernel", "clock", "cpu", "device", "file_mib", "probe_ms")})
 json.dump({"runs": meta, "results": allr, "ratios": allq},
           open(os.path.join(out, "prefetch.json"), "w"), indent=1)
 
-print("kernel %s, %s clock, %d MiB cold file; the median of %s runs per row" % (
-    rel, clock, size_mib, "/".join(str(n) for n in sorted({r["rounds"] for r in rows}))))
+print("kernel %s, %s clock, CPU %s, %d MiB cold file; the median of %s runs per row" % (
+    rel, clock, cpu, size_mib, "/".join(str(n) for n in sorted({r["rounds"] for r in rows}))))
 print("device: %s" % devdesc)
 print("a direct 4 KiB read took (ms): %s" % ", ".join(
     "%g at %d ms" % (probe_ms[l], l) for l in sorted(probe_ms)))
@@ -410,7 +483,7 @@ for lat in lats:
             b = by.get((l2, m, s))
             row += " %6s" % ("%.2f" % (a["mib_s"] / b["mib_s"]) if a and b and b["mib_s"] else "-")
         print(row)
-    print("%9s %s" % ("req", "per mode: p50/p99 ms per request, p99/p50, wait ms in the loop (beyond 0 ms's); aheadfs: absent/waited/all requests, read_wait_ns in ms"))
+    print("%9s %s" % ("req", "per mode: p50/p99 ms per request, p99/p50, the first request's ms, requests over 2x p50, wait (idle) ms in the loop (beyond 0 ms's), the reader's blocked ms; aheadfs: absent/waited/all requests, read_wait_ns in ms"))
     for s in sizes:
         print("%9d" % s)
         for m in modes:
@@ -421,10 +494,11 @@ for lat in lats:
                 r["absent_reqs"], r["wait_reqs"], r["reqs"],
                 r["kernel_wait_ms"])
             w0 = "" if lat == 0 or r["wait_over_0ms_ms"] is None else "(%.2f)" % r["wait_over_0ms_ms"]
-            print("%9s %-6s %8.2f/%-8.2f %6.2f  wait %8.2f %-10s%s" % (
+            print("%9s %-6s %8.2f/%-8.2f %6.2f  first %8.2f  slow %4d  wait %8.2f %-10s blocked %8.2f%s" % (
                 "", m, r["p50_ms"], r["p99_ms"],
                 r["p99_ms"] / r["p50_ms"] if r["p50_ms"] else 0,
-                r["wait_ms"], w0, c))
+                r["first_ms"] or 0, r["slow_reqs"], r["wait_ms"], w0,
+                r["blocked_ms"], c))
 print("\nratios (target):")
 for q in ratios:
     print("  %3d ms %-19s %9d  %7.2f  (%s %.2f) %s" % (

@@ -123,6 +123,14 @@ expect "vm-run: 9p for the root at once, no virtiofsd attempt" 0 "vng-arg: --for
 	"$vr" --kernel 6.1 -- true
 expect "vm-run: each virtio-serial device has room for its one port" 0 \
 	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2" "$vr" --kernel 6.1 -- true
+if grep -q 'erms' <<<"$out"; then
+	fail "vm-run without --no-erms: the CPU as virtme-ng gives it" "$out"
+else
+	pass "vm-run without --no-erms: the CPU as virtme-ng gives it"
+fi
+expect "vm-run --no-erms --tcg-single: -cpu max,erms=off after the caller's options" 0 \
+	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2 -icount shift=0 -accel tcg,thread=single -cpu max,erms=off" \
+	"$vr" --kernel 6.1 --qemu-opts "-icount shift=0" --tcg-single --no-erms -- true
 expect "vm-run --tcg-single: the caller's options, then one thread, after the port room" 0 \
 	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2 -icount shift=0 -accel tcg,thread=single" \
 	"$vr" --kernel 6.1 --qemu-opts "-icount shift=0" --tcg-single -- true
@@ -412,6 +420,26 @@ else
 	fail "bench-run without BENCH_CLOCK" "exit $rc; calls:
 $(cat "$b/calls" 2>/dev/null)"
 fi
+rm -f "$b/calls"
+run env -u BENCH_CPU KERNELS=6.12 "$b/scripts/bench-run" x
+if [ "$rc" = 0 ] && grep -qx -- "--no-erms" "$b/calls" && grep -qx "BENCH_CPU=noerms" "$b/calls"; then
+	pass "bench-run without BENCH_CPU: the guest's CPU without ERMS, and BENCH_CPU=noerms reaches the guest"
+else
+	fail "bench-run without BENCH_CPU" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+run env BENCH_CPU=max KERNELS=6.12 "$b/scripts/bench-run" x
+if [ "$rc" = 0 ] && ! grep -q -- "erms" "$b/calls" && grep -qx "BENCH_CPU=max" "$b/calls"; then
+	pass "bench-run BENCH_CPU=max: the CPU as virtme-ng gives it, and BENCH_CPU=max reaches the guest"
+else
+	fail "bench-run BENCH_CPU=max" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+expect "bench-run: an unknown BENCH_CPU is refused" 2 \
+	"BENCH_CPU must be noerms or max, not 'fast'" \
+	env BENCH_CPU=fast KERNELS=6.12 "$b/scripts/bench-run" x
 rm -f "$b/calls"
 printf '#!/bin/sh\n# bench-clock: icount\n' >"$b/bench/y.sh"
 run env -u BENCH_CLOCK KERNELS=6.12 "$b/scripts/bench-run" y
