@@ -1001,13 +1001,17 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	EXPECT_EQ(1, DELTA(a, b, waits));
 	EXPECT_LE(SLOW_MS / 2 * 1000000LL, DELTA(a, b, wait_ns));
 	/*
-	 * Waits after the first are the window's ramp only: even doubling once
-	 * per request from one request's size, it covers the 16 MiB file
-	 * after four (it goes to the measured product at once, and doubles
-	 * during a stall: 2 or 3 requests wait, for about one latency in
-	 * all).  Legacy makes all 15 wait.
+	 * Waits after the first are the window's ramp only: it goes to the
+	 * measured product at once, and doubles during a stall, so the
+	 * requests after the first wait for about one latency in all (the
+	 * stall's), at most three.  How many of them find a chunk still in
+	 * flight that was submitted a moment before depends on how the
+	 * worker's submissions interleave with a reader that copies 1 MiB in
+	 * a millisecond or two (2 or 3 with ERMS, 6 seen without): fewer than
+	 * half of them.  Legacy makes all 15 wait a full latency each.
 	 */
-	EXPECT_GE(4, DELTA(b, c, waits));
+	EXPECT_GE(3LL * SLOW_MS * 1000000, DELTA(b, c, wait_ns));
+	EXPECT_GE(7, DELTA(b, c, waits));
 	/* A request that waited for nothing spent no time waiting. */
 	if (!DELTA(b, c, waits))
 		EXPECT_EQ(0, DELTA(b, c, wait_ns));
