@@ -575,7 +575,7 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 			      struct aheadfs_pf_ticket *tk);
 void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,
-			   const struct aheadfs_presence *pr);
+			   const struct aheadfs_presence *pr, u64 wait_ns);
 int aheadfs_prefetch_init(void);
 void aheadfs_prefetch_exit(void);
 

@@ -12,6 +12,7 @@
 #include <linux/fs_stack.h>
 #include <linux/splice.h>
 #include "aheadfs.h"
+#include "window.h"
 #include "trace.h"
 
 static void copy_done(struct file *file_in, loff_t pos_in,
@@ -169,7 +170,8 @@ static ssize_t copy_chunked(struct file *file_in, loff_t pos_in,
 		meter_txn(file_in, lin, in, n, &pr, &tk);
 		w = copy_txn(lin, &in, lout, &out, n);
 		if (w > 0)
-			aheadfs_prefetch_done(file_in, &tk, &pr);
+			aheadfs_prefetch_done(file_in, &tk, &pr,
+					      AHEADFS_WAIT_UNMEASURED);
 		if (w <= 0) {
 			ret = w;
 			break;

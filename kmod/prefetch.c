@@ -521,13 +521,15 @@ static void window_sized(struct file *file, struct aheadfs_pf_state *pf,
 }
 
 /*
- * The request of @tk has been read.  If it waited for the device, the
+ * The request of @tk has been read, after waiting @wait_ns for the device
+ * (AHEADFS_WAIT_UNMEASURED: for a time not measured).  If it waited, the
  * window learns it: the latency of its own bytes, which it submitted
- * itself, or a stall on bytes the window submitted too late.
+ * itself, or a stall on bytes the window submitted too late; and the
+ * reader's rate is timed without the wait.
  */
 void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,
-			   const struct aheadfs_presence *pr)
+			   const struct aheadfs_presence *pr, u64 wait_ns)
 {
 	struct aheadfs_pf_state *pf = READ_ONCE(AHEADFS_F(file)->pf);
 	u64 t1;
@@ -536,7 +538,7 @@ void aheadfs_prefetch_done(struct file *file,
 		return;
 	t1 = ktime_get_ns();
 	spin_lock(&pf->lock);
-	aheadfs_stream_waited(&pf->w, tk->stream, tk->gen, tk->t0, t1,
+	aheadfs_stream_waited(&pf->w, tk->stream, tk->gen, tk->t0, t1, wait_ns,
 			      tk->t_own, pr->absent != 0, tk->grown);
 	spin_unlock(&pf->lock);
 }
@@ -684,11 +686,19 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	}
 	/*
 	 * It will wait for bytes already sent: the window is short, and grows
-	 * now, so that what it adds is read in during this wait.
+	 * now, so that what it adds is read in during this wait; unless it
+	 * grew at this request already (to the product, or doubled): what
+	 * that added is this request's to submit, and doubling it again
+	 * would have this one request submit four times its size.
 	 */
-	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0 &&
-	    stall(file, pf, &plan, &rq, tk))
-		plan.pending = true;
+	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0) {
+		if (plan.grew) {
+			if (tk)
+				tk->grown = true;
+		} else if (stall(file, pf, &plan, &rq, tk)) {
+			plan.pending = true;
+		}
+	}
 	if (!rq.legacy && !nowait) {
 		/* From the first page nobody asked for to the end. */
 		if (own.absent) {

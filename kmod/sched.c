@@ -155,7 +155,7 @@ ssize_t aheadfs_sched_read(struct kiocb *iocb, struct iov_iter *to)
 				cached && !metered, &txns, &pr, &wait_ns);
 		/* What it waited for, and how long, sizes the window. */
 		if (ret > 0)
-			aheadfs_prefetch_done(file, &tk, &pr);
+			aheadfs_prefetch_done(file, &tk, &pr, wait_ns);
 	} else {
 		/*
 		 * Async (io_uring, libaio) goes down in one piece, so that it

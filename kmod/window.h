@@ -58,6 +58,8 @@ typedef uint32_t u32;
  */
 #define AHEADFS_PF_GRAIN_SHIFT	6
 #define AHEADFS_NSEC		1000000000ULL
+/* A request waited for the device, for a time nobody measured. */
+#define AHEADFS_WAIT_UNMEASURED	(~0ULL)
 
 static inline u64 aheadfs_min64(u64 a, u64 b)
 {
@@ -126,7 +128,7 @@ struct aheadfs_stream {
 	u64 gauge;	/* what this stream adds to the mount's window_cur */
 	u64 lru;
 	u64 t_req;	/* when its last request began (ns; 0: no clock) */
-	u64 t_wait;	/* how long that request waited for the device (ns) */
+	u64 t_wait;	/* how long that request waited (ns, or UNMEASURED) */
 	u64 rate;	/* the reader's rate between requests, bytes/s (EWMA) */
 	u64 lat;	/* submission to completion of its own bytes, ns (EWMA) */
 	u32 hits;	/* sequential requests that followed the first */
@@ -176,6 +178,7 @@ struct aheadfs_pf_plan {
 	u64 grain;			/* the reader submits two of these */
 	u64 target;			/* the product (0: not measured yet) */
 	bool resized;			/* the stream's window changed */
+	bool grew;			/* ... grew, at a sequential request */
 	bool pending;			/* planned bytes nobody has taken */
 };
 
@@ -201,16 +204,26 @@ static inline u64 aheadfs_ewma(u64 avg, u64 sample)
 
 /*
  * The reader's rate: the bytes of its last request over the time from that
- * request's start to this one's, if it did not wait for the device (a
- * reader held up by the device is not a slow reader, and the time it spent
- * copying cannot be told from the time it waited).
+ * request's start to this one's, less the time it waited for the device (a
+ * reader held up by the device is not a slow reader).  A request whose wait
+ * was not measured (the copy path's) is not timed: the time it spent
+ * copying cannot be told from the time it waited.  Timing the requests
+ * that waited matters: while none is timed the window doubles at each
+ * request (aheadfs_stream_size()), and a reader whose every request waits
+ * a fraction of a latency (the window's first requests) outgrew the product
+ * many times over in its first few requests, which paid for all of it.
  */
 static inline void aheadfs_stream_clock(struct aheadfs_stream *s, u64 now)
 {
-	if (!now || !s->t_req || now <= s->t_req || s->t_wait)
+	u64 dt;
+
+	if (!now || !s->t_req || now <= s->t_req)
+		return;
+	dt = now - s->t_req;
+	if (s->t_wait >= dt)
 		return;
 	s->rate = aheadfs_ewma(s->rate, aheadfs_sat_mul(s->req, AHEADFS_NSEC) /
-				       (now - s->t_req));
+				       (dt - s->t_wait));
 }
 
 /*
@@ -479,6 +492,7 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	}
 	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);
 	p->resized = s->win != old;
+	p->grew = found && s->win > old;
 	s->lru = ++w->tick;
 	/*
 	 * The worker submits the window; the reader submits what the next
@@ -660,15 +674,16 @@ static inline void aheadfs_window_submitted(struct aheadfs_window *w,
 
 /*
  * The request of stream @i (generation @gen) that began at @t0 and ended at
- * @t1 had waited for the device: for @own bytes that the reader itself
- * submitted at @t_own (they were absent), or else for bytes the window had
- * submitted (a stall: the window is short, unless it grew for this wait
- * already, @grown: aheadfs_stream_stall()).  A read of its own absent
- * bytes times a chunk from submission to completion: the latency sample.
+ * @t1 had waited for the device, @wait ns of it (or AHEADFS_WAIT_UNMEASURED):
+ * for @own bytes that the reader itself submitted at @t_own (they were
+ * absent), or else for bytes the window had submitted (a stall: the window
+ * is short, unless it grew for this wait already, @grown:
+ * aheadfs_stream_stall()).  A read of its own absent bytes times a chunk
+ * from submission to completion: the latency sample.
  */
 static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
-					 u32 gen, u64 t0, u64 t1, u64 t_own,
-					 bool own, bool grown)
+					 u32 gen, u64 t0, u64 t1, u64 wait,
+					 u64 t_own, bool own, bool grown)
 {
 	struct aheadfs_stream *s;
 
@@ -678,7 +693,8 @@ static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
 	if (!s->live || s->gen != gen)
 		return;
 	if (s->t_req == t0)
-		s->t_wait = t1 - t0;
+		s->t_wait = wait == AHEADFS_WAIT_UNMEASURED ? wait :
+			    aheadfs_min64(wait, t1 - t0);
 	if (own && t_own && t1 > t_own)
 		s->lat = aheadfs_ewma(s->lat, t1 - t_own);
 	else if (!own && !grown)

@@ -976,7 +976,7 @@ static void test_bdp(void)
 	       "bdp: a new stream is unmeasured (target %llu)",
 	       (unsigned long long)p.target);
 	/* Its own bytes submitted at t + 0.1 ms, read 10 ms later. */
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10,
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10, AHEADFS_WAIT_UNMEASURED,
 			      t + ms / 10, true, false);
 	report(w.s[p.stream].lat == 10 * ms,
 	       "bdp: the first request times a chunk: %llu ns",
@@ -1016,7 +1016,7 @@ static void test_bdp(void)
 	       (unsigned long long)(win >> 10), (unsigned long long)(bdp >> 10));
 
 	/* A stall: the reader waited for the window's own bytes. */
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false,
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, AHEADFS_WAIT_UNMEASURED, 0, false,
 			      false);
 	pos += req;
 	t += 25 * ms;
@@ -1039,7 +1039,7 @@ static void test_bdp(void)
 
 	/* A stale ticket (the slot's stream was replaced) changes nothing. */
 	win = w.s[p.stream].win;
-	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, t, true,
+	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, AHEADFS_WAIT_UNMEASURED, t, true,
 			      false);
 	aheadfs_stream_evicted(&w, p.stream, p.gen + 1, req);
 	report(w.s[p.stream].win == win && w.s[p.stream].lat == 10 * ms,
@@ -1048,7 +1048,7 @@ static void test_bdp(void)
 	/* Saturation: a reader at ~1 GB per ns and an hour's latency. */
 	memset(&w, 0, sizeof(w));
 	p = bdp_req(&w, 0, 1ULL << 30, 1);
-	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms,
+	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms, AHEADFS_WAIT_UNMEASURED,
 			      1, true, false);
 	p = bdp_req(&w, 1ULL << 30, 1ULL << 30, 2);
 	/* (that interval waited: the rate is timed on the next) */
@@ -1059,6 +1059,63 @@ static void test_bdp(void)
 	       (unsigned long long)p.target);
 	report(w.s[p.stream].win <= 1ULL << 30,
 	       "bdp: ... and the cap still holds");
+}
+
+/*
+ * A request that waited is timed without its wait: the rate is the
+ * reader's from its second request on, and the window goes to the product
+ * instead of doubling at each request while the waits keep it unmeasured.
+ * A wait nobody measured (the copy path's) leaves the request untimed.
+ */
+static void test_rate_without_wait(void)
+{
+	static struct aheadfs_window w;
+	const u64 ms = 1000000, req = 8 * MIB;
+	struct aheadfs_pf_plan p;
+	u64 t = 1 * ms, rate;
+	int i;
+
+	memset(&w, 0, sizeof(w));
+	p = bdp_req(&w, 0, req, t);
+	/*
+	 * 10 ms waited of its 26 ms, for its own bytes submitted 10 ms before
+	 * the wait ended: 8 MiB in 16 ms of the reader's own, a 10 ms chunk.
+	 */
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 20 * ms, 10 * ms,
+			      t + 10 * ms, true, false);
+	t += 26 * ms;
+	p = bdp_req(&w, req, req, t);
+	rate = w.s[p.stream].rate;
+	report(rate == 8 * MIB * 1000 / 16,
+	       "rate: a request that waited 10 of its 26 ms is timed on 16 (%llu KiB/s)",
+	       (unsigned long long)(rate >> 10));
+	report(p.grew && p.win == 2 * req,
+	       "rate: that plan grew the window to the product, and says so (%llu KiB)",
+	       (unsigned long long)(p.win >> 10));
+	/*
+	 * 500 MiB/s x 10 ms x 2 = 10 MiB: two 8 MiB requests.  Each request
+	 * then waits 0.1 ms for bytes in flight, a stall the window already
+	 * grew for (aheadfs_stream_stall()): it was doubled at each request
+	 * while those waits kept it unmeasured, to the 1 GiB cap.
+	 */
+	for (i = 2; i < 8; i++) {
+		aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 16 * ms,
+				      ms / 10, 0, false, true);
+		t += 16 * ms;
+		p = bdp_req(&w, i * req, req, t);
+	}
+	report(w.s[p.stream].win == 2 * req && !p.grew,
+	       "rate: waits of 0.1 ms at every request keep the window at the product (%llu KiB), not doubled each time",
+	       (unsigned long long)(w.s[p.stream].win >> 10));
+
+	memset(&w, 0, sizeof(w));
+	p = bdp_req(&w, 0, req, t);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 20 * ms,
+			      AHEADFS_WAIT_UNMEASURED, t + 2 * ms, true, false);
+	t += 26 * ms;
+	p = bdp_req(&w, req, req, t);
+	report(!w.s[p.stream].rate,
+	       "rate: a request whose wait was not measured is not timed");
 }
 
 /*
@@ -1082,7 +1139,7 @@ static void test_bdp_jump_and_stall(void)
 
 	memset(&w, 0, sizeof(w));
 	p = bdp_req(&w, 0, req, t);
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms, t, true,
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms, AHEADFS_WAIT_UNMEASURED, t, true,
 			      false);
 	t += 10 * ms;
 	p = bdp_req(&w, req, req, t);
@@ -1113,7 +1170,7 @@ static void test_bdp_jump_and_stall(void)
 	       (unsigned long long)(w.s[p.stream].win >> 10),
 	       (unsigned long long)(more.issue_start >> 10),
 	       (unsigned long long)(more.issue_end >> 10));
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, 0, false,
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, AHEADFS_WAIT_UNMEASURED, 0, false,
 			      true);
 	report(!w.s[p.stream].stalled,
 	       "stall: a wait the window grew for is not a stall again");
@@ -1159,6 +1216,7 @@ int main(void)
 	test_nfsd_reorder();
 	test_bdp();
 	test_bdp_jump_and_stall();
+	test_rate_without_wait();
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
