@@ -976,8 +976,9 @@ static void test_bdp(void)
 	       "bdp: a new stream is unmeasured (target %llu)",
 	       (unsigned long long)p.target);
 	/* Its own bytes submitted at t + 0.1 ms, read 10 ms later. */
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10, AHEADFS_WAIT_UNMEASURED,
-			      t + ms / 10, true, false);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms + ms / 10,
+			      AHEADFS_WAIT_UNMEASURED, t + ms / 10, true,
+			      false);
 	report(w.s[p.stream].lat == 10 * ms,
 	       "bdp: the first request times a chunk: %llu ns",
 	       (unsigned long long)w.s[p.stream].lat);
@@ -1016,8 +1017,8 @@ static void test_bdp(void)
 	       (unsigned long long)(win >> 10), (unsigned long long)(bdp >> 10));
 
 	/* A stall: the reader waited for the window's own bytes. */
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, AHEADFS_WAIT_UNMEASURED, 0, false,
-			      false);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms,
+			      AHEADFS_WAIT_UNMEASURED, 0, false, false);
 	pos += req;
 	t += 25 * ms;
 	p = bdp_req(&w, pos, req, t);
@@ -1039,8 +1040,8 @@ static void test_bdp(void)
 
 	/* A stale ticket (the slot's stream was replaced) changes nothing. */
 	win = w.s[p.stream].win;
-	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms, AHEADFS_WAIT_UNMEASURED, t, true,
-			      false);
+	aheadfs_stream_waited(&w, p.stream, p.gen + 1, t, t + ms,
+			      AHEADFS_WAIT_UNMEASURED, t, true, false);
 	aheadfs_stream_evicted(&w, p.stream, p.gen + 1, req);
 	report(w.s[p.stream].win == win && w.s[p.stream].lat == 10 * ms,
 	       "bdp: a report for a replaced stream is ignored");
@@ -1048,8 +1049,8 @@ static void test_bdp(void)
 	/* Saturation: a reader at ~1 GB per ns and an hour's latency. */
 	memset(&w, 0, sizeof(w));
 	p = bdp_req(&w, 0, 1ULL << 30, 1);
-	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms, AHEADFS_WAIT_UNMEASURED,
-			      1, true, false);
+	aheadfs_stream_waited(&w, p.stream, p.gen, 1, 3600ULL * 1000 * ms,
+			      AHEADFS_WAIT_UNMEASURED, 1, true, false);
 	p = bdp_req(&w, 1ULL << 30, 1ULL << 30, 2);
 	/* (that interval waited: the rate is timed on the next) */
 	p = bdp_req(&w, 2ULL << 30, 1ULL << 30, 3);
@@ -1139,8 +1140,8 @@ static void test_bdp_jump_and_stall(void)
 
 	memset(&w, 0, sizeof(w));
 	p = bdp_req(&w, 0, req, t);
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms, AHEADFS_WAIT_UNMEASURED, t, true,
-			      false);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 10 * ms,
+			      AHEADFS_WAIT_UNMEASURED, t, true, false);
 	t += 10 * ms;
 	p = bdp_req(&w, req, req, t);
 	/* 128 KiB in 0.25 ms: 500 MiB/s; x 10 ms x 2 = 10 MiB. */
@@ -1170,8 +1171,8 @@ static void test_bdp_jump_and_stall(void)
 	       (unsigned long long)(w.s[p.stream].win >> 10),
 	       (unsigned long long)(more.issue_start >> 10),
 	       (unsigned long long)(more.issue_end >> 10));
-	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms, AHEADFS_WAIT_UNMEASURED, 0, false,
-			      true);
+	aheadfs_stream_waited(&w, p.stream, p.gen, t, t + 5 * ms,
+			      AHEADFS_WAIT_UNMEASURED, 0, false, true);
 	report(!w.s[p.stream].stalled,
 	       "stall: a wait the window grew for is not a stall again");
 	win = w.s[p.stream].win;
