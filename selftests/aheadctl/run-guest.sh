@@ -46,7 +46,7 @@ boot() {
 	unshare --net -- sh -c 'ip link set lo up &&
 		ip tuntap add dev ahq0 mode tap multi_queue &&
 		ip addr add 10.239.0.1/24 dev ahq0 && ip link set ahq0 up && exec "$@"' sh \
-		"$top/scripts/vm-run" --kernel "$k" --cpus 4 --memory 2G --timeout 900 \
+		"$top/scripts/vm-run" --kernel "$k" --cpus 4 --memory 2G --timeout 900 --no-erms \
 		--qemu-opts "$q" -- \
 		bash -c "echo '$started'; exec selftests/aheadctl/guest-irq.sh" \
 		</dev/null >"$log.$1" 2>"$err.$1"

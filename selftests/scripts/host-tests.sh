@@ -261,11 +261,11 @@ kbuild $rel2
 ksmbd-build $rel
 ksmbd-build $rel2
 dkms-prebuild $s/build/dkms $rel $rel2
-vm-run --kernel 6.1 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run --kernel 6.1 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.1 --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run --kernel 6.12 --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run --kernel 6.12 --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.12 -- true [ ]"
 stubcheck KERNEL="$img" KDIR="$hdr"
 v="--kernel-image $img --kdir $hdr"
@@ -273,8 +273,8 @@ stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each gue
 "kbuild $hdr
 dkms-prebuild $s/build/dkms $rel:$hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 1800 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
-vm-run $v --timeout 2700 --console --tcg-single -- scripts/guest-run --exclude deb [ ]
+vm-run $v --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
+vm-run $v --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel $rel -- true [$img $hdr]"
 if [ -f "$s/build/results/aheadctl-guest-$rel.tap" ] && [ -f "$s/build/results/kernel-$rel.tap" ]; then
 	pass "scripts/check KERNEL= KDIR=: results under the release $rel"
@@ -287,7 +287,7 @@ stubcheck KERNEL="$img" KDIR="$hdr" AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMO
 stubwant "scripts/check AHEADFS_CHECK_GUESTS=test AHEADFS_GUEST_MEMORY=4G: the test guest alone, with --memory 4G" \
 "kbuild $hdr
 vm-run $v --prepare [ ]
-vm-run $v --timeout 2700 --console --tcg-single --memory 4G -- scripts/guest-run --exclude deb [ ]"
+vm-run $v --timeout 2700 --console --tcg-single --no-erms --memory 4G -- scripts/guest-run --exclude deb [ ]"
 # make check-full's way: every test on every lower, longer stressors, DKMS
 # compiling in the package guests for every kernel, fresh fsx seeds.
 stubcheck AHEADFS_CHECK_FULL=1 FSX_SOAK=3
@@ -297,11 +297,11 @@ kbuild $rel2
 ksmbd-build $rel
 ksmbd-build $rel2
 soak --kernels $rel $rel2 --seeds 3
-vm-run --kernel 6.1 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
-vm-run --kernel 6.1 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.1 --timeout 3600 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.1 --timeout 4500 --console --tcg-single --no-erms -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
 vm-run --kernel 6.1 -- true [ ]
-vm-run --kernel 6.12 --timeout 3600 --console --tcg-single -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
-vm-run --kernel 6.12 --timeout 4500 --console --tcg-single -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
+vm-run --kernel 6.12 --timeout 3600 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_KERNELS=all selftests/deb.sh [ ]
+vm-run --kernel 6.12 --timeout 4500 --console --tcg-single --no-erms -- env AHEADFS_STRESS_SECONDS=30 AHEADFS_RCU_STRESS_SECONDS=120 scripts/guest-run --exclude deb --full [ ]
 vm-run --kernel 6.12 -- true [ ]"
 
 # The overall deadline: two test guests that never end are stopped when it
