@@ -57,6 +57,15 @@
 # "ratios", each target with its value, met or MISSED; and a table.  The
 # raw rows (prefetch-<release>.tsv) end with every request's latency, ns,
 # in request order.
+#
+# BENCH_MODES (default "lower kernel legacy ahead") runs only the modes it
+# names (hot always follows): to try a change of the window, "ahead" alone,
+# in a third of the time; the ratios of a mode not run are left out.
+# BENCH_TRACE=1 records aheadfs's read, prefetch and window tracepoints
+# during each ahead run into trace-<release>-<device>-<L>-<req>.txt beside
+# the JSON: who submitted which chunk when (the reader or the worker),
+# what each request waited, how the window was sized.  Tracing costs the
+# traced runs CPU, so their figures are not the untraced ones.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,7 +80,15 @@ icount) rounds=${BENCH_ROUNDS:-1} ;;
 wall) rounds=${BENCH_ROUNDS:-3} ;;
 *) echo "bench/prefetch: BENCH_CLOCK must be wall or icount, not '$clock'" >&2; exit 2 ;;
 esac
-modes="lower kernel legacy ahead"
+modes=${BENCH_MODES:-lower kernel legacy ahead}
+for m in $modes; do
+	case $m in
+	lower | kernel | legacy | ahead) ;;
+	*) echo "bench/prefetch: BENCH_MODES names lower, kernel, legacy or ahead, not '$m'" >&2; exit 2 ;;
+	esac
+done
+[ -n "${modes// /}" ] || { echo "bench/prefetch: BENCH_MODES is empty" >&2; exit 2; }
+tracefs=/sys/kernel/tracing
 ko=$top/build/kmod/$rel/aheadfs.ko
 work=/run/aheadfs-bench
 
@@ -88,6 +105,8 @@ cleanup() {
 trap cleanup EXIT
 [ -r "$ko" ] || die "no module $ko (make modules)"
 lsmod | grep -qw aheadfs || insmod "$ko"
+[ -z "${BENCH_TRACE:-}" ] || [ -d "$tracefs/events/aheadfs" ] ||
+	die "BENCH_TRACE: no $tracefs/events/aheadfs (tracefs not mounted?)"
 ! lsmod | grep -qw null_blk || die "null_blk is loaded already: this benchmark loads it with its own parameters"
 command -v gcc >/dev/null || die "no gcc (the reader is built in the guest)"
 # The raw rows go to the output directory as they are measured: a guest
@@ -332,8 +351,21 @@ for lat in 0 $latencies; do
 				echo 3 >/proc/sys/vm/drop_caches
 			fi
 			s0=$(stats "$sysfs") r0=$(dev_reads)
+			tr_on=
+			if [ -n "${BENCH_TRACE:-}" ] && [ "$mode" = ahead ]; then
+				tr_on=1
+				: >"$tracefs/trace"
+				echo 65536 >"$tracefs/buffer_size_kb"
+				for e in aheadfs_read aheadfs_prefetch aheadfs_window; do
+					echo 1 >"$tracefs/events/aheadfs/$e/enable"
+				done
+			fi
 			read -r ns p50 p90 p99 wait cpu runq blocked cpus < <("$work/reader" "$f" "$req" "$work/series")
 			s1=$(stats "$sysfs") r1=$(dev_reads)
+			if [ -n "$tr_on" ]; then
+				echo 0 >"$tracefs/events/aheadfs/enable"
+				cp "$tracefs/trace" "$out/trace-$rel-$dev-$lat-$req.txt"
+			fi
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" \
 				"$dev" "$lat" "$mode" "$req" "$ns" "$p50" "$p90" \
 				"$p99" "$((r1 - r0))" "$s0" "$s1" "$round" \

@@ -384,6 +384,11 @@ expect "bench/copy.sh: an unknown BENCH_CLOCK is refused" 2 \
 expect "bench/prefetch.sh: an unknown BENCH_CLOCK is refused" 2 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/prefetch.sh"
+expect "bench/prefetch.sh: a BENCH_MODES mode it does not know is refused" 2 \
+	"BENCH_MODES names lower, kernel, legacy or ahead, not 'hot'" \
+	env BENCH_MODES="ahead hot" bash "$top/bench/prefetch.sh"
+expect "bench/prefetch.sh: an empty BENCH_MODES is refused" 2 \
+	"BENCH_MODES is empty" env BENCH_MODES=" " bash "$top/bench/prefetch.sh"
 expect "bench/tracing.sh: an unknown BENCH_CLOCK is refused" 1 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/tracing.sh"
