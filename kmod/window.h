@@ -129,9 +129,7 @@ struct aheadfs_stream {
 	u64 lru;
 	u64 t_req;	/* when its last request began (ns; 0: no clock) */
 	u64 t_wait;	/* how long that request waited (ns, or UNMEASURED) */
-	u64 rate;	/* the reader's rate between requests, bytes/s */
-	u64 per_mib;	/* ... as ns per MiB (EWMA): the rate's average */
-	u64 t_grow;	/* when its window last grew (ns; 0: no clock) */
+	u64 rate;	/* the reader's rate between requests, bytes/s (EWMA) */
 	u64 lat;	/* submission to completion of its own bytes, ns (EWMA) */
 	u32 hits;	/* sequential requests that followed the first */
 	bool live;
@@ -207,11 +205,7 @@ static inline u64 aheadfs_ewma(u64 avg, u64 sample)
 /*
  * The reader's rate: the bytes of its last request over the time from that
  * request's start to this one's, less the time it waited for the device (a
- * reader held up by the device is not a slow reader).  The average is of
- * the time per byte, not of the rate: a reader whose requests alternate
- * between submitting the window's next bytes (1.5 ms a MiB) and reading
- * what is already there (0.25 ms) reads 1 MiB per 0.9 ms, where an average
- * of the two rates said 2.4 times that, and the window twice the product.  A request whose wait
+ * reader held up by the device is not a slow reader).  A request whose wait
  * was not measured (the copy path's) is not timed: the time it spent
  * copying cannot be told from the time it waited.  Timing the requests
  * that waited matters: while none is timed the window doubles at each
@@ -228,41 +222,17 @@ static inline void aheadfs_stream_clock(struct aheadfs_stream *s, u64 now)
 	dt = now - s->t_req;
 	if (s->t_wait >= dt)
 		return;
-	if (!s->req)
-		return;
-	s->per_mib = aheadfs_max64(aheadfs_ewma(s->per_mib,
-				aheadfs_sat_mul(dt - s->t_wait, 1ULL << 20) /
-				s->req), 1);
-	s->rate = aheadfs_sat_mul(AHEADFS_NSEC, 1ULL << 20) / s->per_mib;
-}
-
-/*
- * Whether a request of stream @s that begins at @now waits for bytes sent
- * before the window's last growth took effect: within one latency of that
- * growth, which already answers the wait.  A window at its measured
- * product is not short for such a wait, and doubling it there (twice in
- * the first requests of a 1 MiB reader, at 10 ms) sent four times the
- * product ahead, whose submission the next requests paid for.
- */
-static inline bool aheadfs_stream_ramping(const struct aheadfs_stream *s,
-					  u64 now)
-{
-	u64 bdp = aheadfs_stream_bdp(s);
-
-	return bdp && s->win >= bdp && now && s->t_grow && now >= s->t_grow &&
-	       now - s->t_grow < s->lat;
+	s->rate = aheadfs_ewma(s->rate, aheadfs_sat_mul(s->req, AHEADFS_NSEC) /
+				       (dt - s->t_wait));
 }
 
 /*
  * Size the window of a stream that moved forward: below the measured
- * product, grow it to the product at once, so that a reader far faster
- * than the device waits for it once, not once per doubling, and little
- * further (the product has its headroom, and a doubling to pass it by a
- * byte sent twice that ahead; a quarter more at least, so that a product
- * that creeps up does not resize the window at every request); double it
- * when the reader waited for bytes the window had sent; halve it while it
- * holds far more than the product.
- * Unmeasured (no clock, or no latency yet), it doubles up to the cap.
+ * product, grow it to the product at once (doubling at least), so that a
+ * reader far faster than the device waits for it once, not once per
+ * doubling; double it when the reader waited for bytes the window had sent;
+ * halve it while it holds far more than the product.  Unmeasured (no clock,
+ * or no latency yet), it doubles up to the cap.
  */
 static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
 {
@@ -273,7 +243,7 @@ static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
 	else if (!bdp || s->stalled)
 		s->win = aheadfs_sat_add(s->win, s->win);
 	else if (s->win < bdp)
-		s->win = aheadfs_max64(bdp, s->win + s->win / 4);
+		s->win = aheadfs_max64(aheadfs_sat_add(s->win, s->win), bdp);
 	else if (s->win / AHEADFS_PF_BDP_SLACK > bdp)
 		s->win /= 2;
 	s->stalled = false;
@@ -523,8 +493,6 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	s->win = aheadfs_min64(aheadfs_max64(s->win, req), cap);
 	p->resized = s->win != old;
 	p->grew = found && s->win > old;
-	if (s->win > old)
-		s->t_grow = rq->now;
 	s->lru = ++w->tick;
 	/*
 	 * The worker submits the window; the reader submits what the next
@@ -562,8 +530,7 @@ static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
 	if (i < 0 || i >= AHEADFS_PF_STREAMS || rq->legacy)
 		return false;
 	s = &w->s[i];
-	if (!s->live || s->gen != gen || !s->confirmed || s->next != end ||
-	    aheadfs_stream_ramping(s, rq->now))
+	if (!s->live || s->gen != gen || !s->confirmed || s->next != end)
 		return false;
 	old = s->win;
 	s->win = aheadfs_min64(aheadfs_sat_add(s->win, s->win),
@@ -571,7 +538,6 @@ static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
 	/* At the cap: nothing changes, and the caller applies nothing. */
 	if (s->win == old)
 		return false;
-	s->t_grow = rq->now;
 	p->stream = i;
 	p->gen = gen;
 	p->resized = true;
@@ -731,7 +697,7 @@ static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
 			    aheadfs_min64(wait, t1 - t0);
 	if (own && t_own && t1 > t_own)
 		s->lat = aheadfs_ewma(s->lat, t1 - t_own);
-	else if (!own && !grown && !aheadfs_stream_ramping(s, t0))
+	else if (!own && !grown)
 		s->stalled = true;
 }
 

@@ -1002,9 +1002,9 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	EXPECT_LE(SLOW_MS / 2 * 1000000LL, DELTA(a, b, wait_ns));
 	/*
 	 * Waits after the first are the window's ramp only: it goes to the
-	 * measured product at once (here the whole file), so the requests
-	 * after the first wait for about one latency in all (that of the
-	 * bytes sent when it grew), at most three; legacy makes all 15 wait a full latency
+	 * measured product at once, and doubles during a stall, so the
+	 * requests after the first wait for about one latency in all (the
+	 * stall's), at most three; legacy makes all 15 wait a full latency
 	 * each.  How many of them find a chunk still in flight that was
 	 * submitted a moment before is no measure: it depends on how the
 	 * worker's submissions interleave with a reader that copies 1 MiB in
