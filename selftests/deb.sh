@@ -187,6 +187,16 @@ echo "# version $ver; DKMS builds at installation for $rel${newest:+ and $newest
 # man-db's trigger re-indexes every page of the root (minutes over 9p under
 # TCG); `man -w` needs no index.  Debian's switch for it:
 rm -f "$root/var/lib/man-db/auto-update"
+# apt builds its cache from the host's package lists (bookworm, backports,
+# security: 27 MB) at every call, "Building dependency tree" for 20-40 s of
+# a TCG guest's time each.  The guest has no network and the packages'
+# dependencies are installed in the root, or the installation fails
+# saying which: an empty lists directory, and no cache, leave apt the
+# dpkg status and the two files it is given.
+mount -t tmpfs -o size=1M,mode=0755 apt-lists-hidden "$root/var/lib/apt/lists" &&
+	mkdir "$root/var/lib/apt/lists/partial" &&
+	rm -f "$root"/var/cache/apt/*.bin ||
+	bail "an empty tmpfs over $root/var/lib/apt/lists"
 # DKMS runs depmod at the installation and at the purge, and depmod reads
 # every module of the kernel (4228 xz-compressed ones on 6.12, 400 MB on
 # 6.1, all over 9p): minutes of a TCG guest's time.  aheadfs depends on no
