@@ -66,8 +66,13 @@ LC
 	ipmi --yes bios power-cycle --via ipmi --bmc "$IP" --force
 	t "ipmi power-cycle --force: a hard power cycle, said so" '[ $rc = 0 ] && clog $m | grep -q "^0x20 set power 0" && ! clog $m | grep -q shutdown && has "hard (--force) restart through IPMI: chassis power cycle"'
 	# ipmi_sim powers back on a moment after a cycle: wait for it before
-	# switching the system off for the next test.
-	for _ in $(seq 600); do clog $m | grep -q "^0x20 set power 1" && break; sleep 0.05; done
+	# switching the system off for the next test.  The chassis script logs a
+	# call before it acts, so the power file must say on too: an "echo 0"
+	# between the log line and the script's own write was undone by it.
+	for _ in $(seq 600); do
+		clog $m | grep -q "^0x20 set power 1" && [ "$(cat "$tmp/ipmi/power" 2>/dev/null)" = 1 ] && break
+		sleep 0.05
+	done
 	echo 0 >"$tmp/ipmi/power"; m=$(cmark)
 	ipmi --yes bios power-cycle --via ipmi --bmc "$IP"
 	t "ipmi power-cycle of a system that is off: power on only" '[ $rc = 0 ] && [ "$(clog $m | grep "^0x20 set" | tr "\n" "|")" = "0x20 set power 1|" ] && has "power on (the system was off)"'
