@@ -199,7 +199,21 @@ cp "$top/scripts/check" "$top/scripts/ktap-summary" "$top/scripts/kernel-release
 mkdir -p "$s/selftests" && cp "$top/selftests/skips.allow" "$s/selftests/"
 printf '#!/bin/sh\nexit 0\n' >"$s/scripts/setup-deps"
 printf '#!/bin/sh\necho "kbuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/kbuild"
-printf '#!/bin/sh\necho "dkms-prebuild $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/dkms-prebuild"
+# dkms-prebuild (in the package job, beside the test guests) waits for a
+# test guest's call, 30 s at most: the test guests do not wait for it.
+cat >"$s/scripts/dkms-prebuild" <<STUB
+#!/bin/sh
+i=0
+while ! grep -q guest-run "$s/build/calls" 2>/dev/null && [ \$i -lt 300 ]; do
+	sleep 0.1
+	i=\$((i + 1))
+done
+echo "dkms-prebuild \$*" >>"$s/build/calls"
+if [ "\${AHEADFS_STUB_HANG:-}" = dkms-prebuild ]; then
+	echo \$\$ >>"$s/build/hung"
+	exec sleep 600
+fi
+STUB
 printf '#!/bin/sh\necho "soak $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/soak"
 printf '#!/bin/sh\necho "ksmbd-build $*" >>"%s/build/calls"\n' "$s" >"$s/scripts/ksmbd-build"
 # AHEADFS_STUB_HANG=WORD: a guest whose command has WORD never ends (its
@@ -231,16 +245,21 @@ printf 'all:\n\t@true\n' >"$s/userland/Makefile"
 printf '#!/bin/sh\n' >"$s/userland/aheadctl"
 printf '#!/bin/sh\n' >"$s/debian/build-deb"
 chmod +x "$s"/scripts/* "$s/userland/aheadctl" "$s/debian/build-deb"
-printf 'selftests deb checkpatch:\n\t@true\nuserland-check man-check scripts-check:\n\t@echo "ok 1 $@"\n' >"$s/Makefile"
+printf 'deb:\n\t@test -z "$$AHEADFS_STUB_DEB_FAIL"\nselftests checkpatch:\n\t@true\nuserland-check man-check scripts-check:\n\t@echo "ok 1 $@"\n' >"$s/Makefile"
 # stubcheck ENV...: the stub tree's check with ENV; its calls, sorted, in $out.
 stubcheck() {
 	rm -f "$s/build/calls"
 	env -u AHEADFS_CHECK_PLAN -u AHEADFS_CHECK_GUESTS -u AHEADFS_GUEST_MEMORY \
 		-u AHEADFS_GUEST_TIMEOUT -u AHEADFS_DEB_TIMEOUT -u AHEADFS_CHECK_DEADLINE \
 		-u AHEADFS_CHECK_FULL -u AHEADFS_STUB_HANG -u AHEADFS_STUB_SKIP -u FSX_SOAK \
-		"$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
+		-u AHEADFS_STUB_DEB_FAIL "$@" AHEADFS_GUEST_JOBS=2 "$s/scripts/check" >"$tmp/stub.out" 2>&1
 	rc=$?
 	out=$(sort "$s/build/calls" 2>/dev/null)
+}
+# calls_line WORD: the line number of the first call with WORD, in the
+# order made (0: none).
+calls_line() {
+	grep -nF -- "$1" "$s/build/calls" 2>/dev/null | head -n 1 | cut -d: -f1 | grep . || echo 0
 }
 # stubwant NAME WANT: the calls were WANT's lines, in any order.
 stubwant() {
@@ -267,6 +286,30 @@ vm-run --kernel 6.1 -- true [ ]
 vm-run --kernel 6.12 --timeout 1800 --console --tcg-single --no-erms -- env AHEADFS_DEB_TEST=1 AHEADFS_DEB_PREBUILT=$s/build/dkms selftests/deb.sh [ ]
 vm-run --kernel 6.12 --timeout 2700 --console --tcg-single --no-erms -- scripts/guest-run --exclude deb [ ]
 vm-run --kernel 6.12 -- true [ ]"
+# The packages (make deb, DKMS's build on the host) are built beside the
+# test guests, and the package guests wait for them.
+g=$(calls_line guest-run) p=$(calls_line dkms-prebuild) d=$(calls_line deb.sh)
+if [ "$g" -gt 0 ] && [ "$p" -gt "$g" ] && [ "$d" -gt "$p" ]; then
+	pass "scripts/check: the test guests boot before DKMS's build on the host, the package guests after it"
+else
+	fail "scripts/check: the test guests boot before DKMS's build on the host, the package guests after it" \
+		"first guest-run call $g, dkms-prebuild $p, first deb.sh $d:
+$(cat "$s/build/calls" 2>/dev/null)"
+fi
+# make deb fails: no package guest boots, each is a failure that says why,
+# and the other guests run.
+stubcheck AHEADFS_STUB_DEB_FAIL=1
+nr=$(grep -l "^not ok 1 package guest .* not run: make deb failed" "$s"/build/results/*-deb.tap 2>/dev/null | wc -l)
+last=$(tail -n 1 "$tmp/stub.out")
+if [ "$rc" = 1 ] && [ "$nr" = 2 ] && [ "$(calls_line deb.sh)" = 0 ] && [ "$(calls_line dkms-prebuild)" = 0 ] &&
+   [ "$(grep -c guest-run "$s/build/calls")" = 2 ] && [ "$(grep -c -- '-- true' "$s/build/calls")" = 2 ] &&
+   [[ $last =~ ^[0-9]+\ passed,\ 3\ failed ]]; then
+	pass "scripts/check: make deb fails: the package guests are failures not run, the other guests run"
+else
+	fail "scripts/check: make deb fails: the package guests are failures not run, the other guests run" \
+		"exit $rc, $nr not run; last line: $last; calls:
+$(cat "$s/build/calls" 2>/dev/null)"
+fi
 stubcheck KERNEL="$img" KDIR="$hdr"
 v="--kernel-image $img --kdir $hdr"
 stubwant "scripts/check KERNEL= KDIR=: the image prepared, kbuild KDIR, each guest boots the image" \
@@ -326,6 +369,33 @@ if [ "$rc" = 1 ] && [ "$(wc -w <<<"$hung")" = 2 ] && [ -z "$alive" ] && [ "$stop
 else
 	for p in $alive; do kill "$p"; done
 	fail "scripts/check AHEADFS_CHECK_DEADLINE: guests that never end are stopped and reported" \
+		"exit $rc after $secs s; hung: $hung, still alive:$alive; $stopped stopped, $notrun not run; last line: $last
+$(cat "$s"/build/results/deadline-*.tap 2>/dev/null | head -n 20)
+$(tail -n 8 "$tmp/stub.out")"
+fi
+
+# The packages' job hangs (DKMS's build on the host, beside the test
+# guests): at the deadline it is stopped and reported, and so are the
+# package guests waiting for it; the aheadctl guests behind them are not
+# run.
+rm -f "$s/build/hung"
+t0=$(date +%s)
+stubcheck AHEADFS_CHECK_DEADLINE=10 AHEADFS_STUB_HANG=dkms-prebuild
+secs=$(($(date +%s) - t0))
+last=$(tail -n 1 "$tmp/stub.out")
+hung=$(cat "$s/build/hung" 2>/dev/null)
+alive=
+for p in $hung; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+stopped=$(grep -l "^not ok 1 .*: stopped at the overall deadline, 10 s after the start" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
+notrun=$(grep -l "^not ok 1 .*: not started before the overall deadline" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
+if [ "$rc" = 1 ] && [ "$(wc -w <<<"$hung")" = 1 ] && [ -z "$alive" ] && [ "$stopped" = 3 ] &&
+   [ "$notrun" = 2 ] && [ "$secs" -lt 60 ] && [ "$(calls_line deb.sh)" = 0 ] &&
+   grep -q "== DKMS builds the package's module on the host" "$s"/build/results/deadline-packages.tap &&
+   [[ $last =~ ^[0-9]+\ passed,\ 5\ failed ]]; then
+	pass "scripts/check AHEADFS_CHECK_DEADLINE: a packages' job that never ends is stopped and reported, the summary last"
+else
+	for p in $alive; do kill "$p"; done
+	fail "scripts/check AHEADFS_CHECK_DEADLINE: a packages' job that never ends is stopped and reported" \
 		"exit $rc after $secs s; hung: $hung, still alive:$alive; $stopped stopped, $notrun not run; last line: $last
 $(cat "$s"/build/results/deadline-*.tap 2>/dev/null | head -n 20)
 $(tail -n 8 "$tmp/stub.out")"
