@@ -380,13 +380,13 @@ fi
 # run.
 rm -f "$s/build/hung"
 t0=$(date +%s)
-stubcheck AHEADFS_CHECK_DEADLINE=10 AHEADFS_STUB_HANG=dkms-prebuild
+stubcheck AHEADFS_CHECK_DEADLINE=20 AHEADFS_STUB_HANG=dkms-prebuild
 secs=$(($(date +%s) - t0))
 last=$(tail -n 1 "$tmp/stub.out")
 hung=$(cat "$s/build/hung" 2>/dev/null)
 alive=
 for p in $hung; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
-stopped=$(grep -l "^not ok 1 .*: stopped at the overall deadline, 10 s after the start" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
+stopped=$(grep -l "^not ok 1 .*: stopped at the overall deadline, 20 s after the start" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
 notrun=$(grep -l "^not ok 1 .*: not started before the overall deadline" "$s"/build/results/deadline-*.tap 2>/dev/null | wc -l)
 if [ "$rc" = 1 ] && [ "$(wc -w <<<"$hung")" = 1 ] && [ -z "$alive" ] && [ "$stopped" = 3 ] &&
    [ "$notrun" = 2 ] && [ "$secs" -lt 60 ] && [ "$(calls_line deb.sh)" = 0 ] &&
