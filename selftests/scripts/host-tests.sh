@@ -110,6 +110,11 @@ mkdir -p "$t/scripts" "$t/build/venv/bin"
 cp "$top/scripts/vm-run" "$top/scripts/kernel-release" "$t/scripts/"
 printf '#!/bin/sh\nfor a in "$@"; do echo "vng-arg: $a"; done\n' >"$t/build/venv/bin/vng"
 chmod +x "$t/build/venv/bin/vng"
+# virtme-ng's initramfs as setup-deps leaves it: it takes the root's 9p
+# cache mode from the kernel's command line.
+vl=$t/build/venv/lib/python3.11/site-packages/virtme
+mkdir -p "$vl"
+echo 'msize=524288${{aheadfs_9p_cache:+,cache=$aheadfs_9p_cache}} /dev/root' >"$vl/mkinitramfs.py"
 vr=$t/scripts/vm-run
 # booted IMAGE: the image vm-run gave virtme-ng ($out of the last run).
 booted() { sed -n '/^vng-arg: -r$/{n;s/^vng-arg: //p}' <<<"$out"; }
@@ -123,6 +128,20 @@ expect "vm-run: 9p for the root at once, no virtiofsd attempt" 0 "vng-arg: --for
 	"$vr" --kernel 6.1 -- true
 expect "vm-run: each virtio-serial device has room for its one port" 0 \
 	"vng-arg: --qemu-opts=-global virtio-serial-device.max_ports=2" "$vr" --kernel 6.1 -- true
+expect "vm-run: the guest caches the host's root (9p cache=loose) by default" 0 \
+	"vng-arg: aheadfs_9p_cache=loose" "$vr" --kernel 6.1 -- true
+expect "vm-run --root-cache none: the root as virtme-ng mounts it, uncached" 0 \
+	"vng-arg: aheadfs_9p_cache=none" "$vr" --kernel 6.1 --root-cache none -- true
+expect "vm-run AHEADFS_ROOT_CACHE=none: the same" 0 \
+	"vng-arg: aheadfs_9p_cache=none" env AHEADFS_ROOT_CACHE=none "$vr" --kernel 6.1 -- true
+expect "vm-run --root-cache of a mode it does not know: exit 2" 2 \
+	"--root-cache (AHEADFS_ROOT_CACHE) is loose or none, not 'mmap'" "$vr" --kernel 6.1 --root-cache mmap -- true
+mv "$vl/mkinitramfs.py" "$vl/mkinitramfs.py.setup"
+echo 'msize=524288 /dev/root' >"$vl/mkinitramfs.py"
+expect "vm-run: a virtme-ng whose initramfs takes no cache mode: exit 2, naming setup-deps" 2 \
+	"virtme-ng's initramfs takes no 9p cache mode: run scripts/setup-deps" "$vr" --kernel 6.1 -- true
+mv "$vl/mkinitramfs.py.setup" "$vl/mkinitramfs.py"
+run "$vr" --kernel 6.1 -- true
 if grep -q 'erms' <<<"$out"; then
 	fail "vm-run without --no-erms: the CPU as virtme-ng gives it" "$out"
 else
