@@ -15,7 +15,10 @@
  * splat or use-after-free meanwhile.
  *
  * Bounded by AHEADFS_RCU_STRESS_SECONDS (default 20, at most 300) and by
- * AHEADFS_RCU_STRESS_OPS operations per thread (default 1000000).
+ * AHEADFS_RCU_STRESS_OPS operations per thread (default 1000000).  On
+ * Linux before 6.8 the lower writer creates by rename, around a bug of the
+ * dentry cache's shrinker (lower_create()); AHEADFS_RCU_STRESS_DIRECT=1
+ * makes it create directly there too, which shows that bug.
  *
  * Names keep a type so that no rename can be asked to move a directory
  * under itself (EINVAL): dN are directories (renamed only within their
@@ -34,6 +37,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 
 #define N_READERS	3
 #define N_UP_WRITERS	2
@@ -59,6 +63,7 @@ struct worker {
 	uint64_t rnd;
 	const char *root;	/* the mount or the lower */
 	unsigned long ops, ok, estale;
+	unsigned long fresh;	/* the lower writer's fresh names so far */
 	struct stress *st;
 };
 
@@ -68,6 +73,7 @@ struct stress {
 	atomic_int stop;
 	struct timespec deadline;
 	unsigned long max_ops;
+	bool create_by_rename;	/* see lower_create() */
 	pthread_barrier_t start;
 	pthread_mutex_t lock;
 	unsigned long nfail;
@@ -309,9 +315,9 @@ static void reader_op(struct worker *w)
 	}
 }
 
-static int make_file(const char *path)
+static int make_file_at(int dfd, const char *name)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
 
 	if (fd < 0)
 		return -1;
@@ -323,6 +329,62 @@ static int make_file(const char *path)
 		return -1;
 	}
 	return close(fd);
+}
+
+/*
+ * Linux before 6.8 can unlock an i_lock it never took while it shrinks the
+ * dentry cache: shrink_lock_dentry() looks at d_inode before it lets go of
+ * the dentry to wait for its parent's d_lock, and not again after, so a
+ * negative dentry on the shrink list that a create made positive meanwhile
+ * (looked up, instantiated and put back to no reference) is killed as if
+ * it had taken that inode's lock.  The shrinking CPU's preempt count goes
+ * below zero: "BUG: scheduling while atomic" in the drop_caches thread.
+ * The lower writer's creates make the lower's own negative dentries
+ * positive, behind aheadfs and with no reference held past the call, so on
+ * such a kernel it creates under a fresh name and renames that into place:
+ * a rename leaves the target's negative dentry negative, and a fresh name
+ * was never a negative dentry on a shrink list.  The names aheadfs makes
+ * positive in the lower are pinned by aheadfs's dentry, so a shrinker that
+ * meets one sees a reference and leaves it.  6.8 rewrote the locking for a
+ * kill (lock_for_kill()): it looks at d_inode again after every wait.
+ */
+static bool kernel_before(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma < major || (ma == major && mi < minor);
+}
+
+/* A file (or, @dir, a directory) made at @path by worker @w. */
+static int lower_create(struct worker *w, const char *path, bool dir)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX], fresh[64];
+	int dfd, r, err;
+
+	if (!w->st->create_by_rename || w->kind != LOW_WRITER)
+		return dir ? mkdir(path, 0755) : make_file_at(AT_FDCWD, path);
+	ahfs_fmt(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	dfd = open(parent, O_PATH | O_DIRECTORY);
+	if (dfd < 0)
+		return -1;
+	/* Nobody else looks up a name beginning with a dot. */
+	ahfs_fmt(fresh, sizeof(fresh), ".new.%d.%lu", w->id, w->fresh++);
+	r = dir ? mkdirat(dfd, fresh, 0755) : make_file_at(dfd, fresh);
+	if (!r) {
+		r = renameat2(dfd, fresh, dfd, slash + 1, RENAME_NOREPLACE);
+		err = errno;
+		if (r)
+			unlinkat(dfd, fresh, dir ? AT_REMOVEDIR : 0);
+		errno = err;
+	}
+	err = errno;
+	close(dfd);
+	errno = err;
+	return r;
 }
 
 static void writer_op(struct worker *w)
@@ -340,7 +402,7 @@ static void writer_op(struct worker *w)
 			dir_slot(w, dir, sizeof(dir));
 			child(a, dir, 'x', i);
 		}
-		r = RETRY_ESTALE(w, make_file(a));
+		r = RETRY_ESTALE(w, lower_create(w, a, false));
 		account(w, "create", a, r, WRITE_ERRS);
 		break;
 	case 1:		/* unlink fN or xN */
@@ -360,7 +422,7 @@ static void writer_op(struct worker *w)
 			child(a, dir, 'd', i);
 		else
 			child(a, dir, 'x', i);
-		r = RETRY_ESTALE(w, mkdir(a, 0755));
+		r = RETRY_ESTALE(w, lower_create(w, a, true));
 		account(w, "mkdir", a, r, WRITE_ERRS);
 		break;
 	case 3:		/* rmdir dN or xN */
@@ -696,6 +758,8 @@ TEST_F_TIMEOUT(rcu, lookups_race_namespace_changes_and_cache_drops, 450)
 	ahfs_fmt(st.lower, sizeof(st.lower), "%s", self->fs.lower);
 	secs = env_long("AHEADFS_RCU_STRESS_SECONDS", 20, 1, 300);
 	st.max_ops = env_long("AHEADFS_RCU_STRESS_OPS", 1000000, 1, LONG_MAX);
+	st.create_by_rename = kernel_before(6, 8) &&
+			      !env_long("AHEADFS_RCU_STRESS_DIRECT", 0, 0, 1);
 	ASSERT_EQ(0, pthread_mutex_init(&st.lock, NULL));
 	ASSERT_EQ(0, pthread_barrier_init(&st.start, NULL, N_WORKERS + 1));
 	for (k = 0; k < N_WORKERS; k++) {
@@ -720,6 +784,8 @@ TEST_F_TIMEOUT(rcu, lookups_race_namespace_changes_and_cache_drops, 450)
 	}
 	TH_LOG("%ld s, at most %lu operations a thread, %d threads",
 	       secs, st.max_ops, N_WORKERS);
+	if (st.create_by_rename)
+		TH_LOG("Linux before 6.8: the lower writer creates by rename (lower_create())");
 	/* The clock starts when every thread is ready. */
 	clock_gettime(CLOCK_MONOTONIC, &st.deadline);
 	st.deadline.tv_sec += secs;
