@@ -54,7 +54,8 @@
 # "uncached_tails", "demand_chunks", "prefetch_chunks", "window_peak",
 # "rounds", "mib_s_min", "mib_s_max"} (stats null for mode lower),
 # "probe_ms" (one 4 KiB direct read of the device, per latency), and
-# "ratios", each target with its value, met or MISSED; and a table.  The
+# "ratios", each target with its value, met or MISSED ("ahead p99/p50"
+# with the lower's own as "lower_value" when the lower ran); and a table.  The
 # raw rows (prefetch-<release>.tsv) end with every request's latency, ns,
 # in request order.
 #
@@ -450,11 +451,14 @@ for r in rows:
 lats = sorted({r["latency_ms"] for r in rows})
 sizes = sorted({r["req_bytes"] for r in rows})
 ratios = []
-def add(name, lat, req, v, target, op=">="):
+def add(name, lat, req, v, target, op=">=", lower=None):
     met = v >= target if op == ">=" else v <= target
-    ratios.append({"kernel": rel, "clock": clock, "latency_ms": lat,
-                   "ratio": name, "req_bytes": req, "value": round(v, 3),
-                   "target": target, "op": op, "met": met})
+    q = {"kernel": rel, "clock": clock, "latency_ms": lat,
+         "ratio": name, "req_bytes": req, "value": round(v, 3),
+         "target": target, "op": op, "met": met}
+    if lower is not None:
+        q["lower_value"] = round(lower, 3)
+    ratios.append(q)
 def ratio(name, lat, a, b, req, target, lb=None):
     x, y = by.get((lat, a, req)), by.get((lb if lb is not None else lat, b, req))
     if x and y and y["mib_s"]:
@@ -477,8 +481,12 @@ for lat in lats:
                 add("ahead wait/latency", lat, s, r["wait_ms"] / r["probe_ms"], 2.0, "<=")
                 if r["wait_over_0ms_ms"] is not None:
                     add("ahead (wait-w0)/lat", lat, s, r["wait_over_0ms_ms"] / r["probe_ms"], 2.0, "<=")
+        # Beside it the lower's own, read directly in the same run: what
+        # the kernel's page cache and allocator make uneven without aheadfs.
         if r and r["p50_ms"]:
-            add("ahead p99/p50", lat, s, r["p99_ms"] / r["p50_ms"], 2.0, "<=")
+            lw = by.get((lat, "lower", s))
+            add("ahead p99/p50", lat, s, r["p99_ms"] / r["p50_ms"], 2.0, "<=",
+                lw["p99_ms"] / lw["p50_ms"] if lw and lw["p50_ms"] else None)
 mine = {"kernel": rel, "clock": clock, "cpu": cpu, "device": devdesc,
         "file_mib": size_mib, "probe_ms": probe_ms, "results": rows,
         "ratios": ratios}
@@ -533,7 +541,9 @@ for lat in lats:
                 r["blocked_ms"], c))
 print("\nratios (target):")
 for q in ratios:
-    print("  %3d ms %-19s %9d  %7.2f  (%s %.2f) %s" % (
+    print("  %3d ms %-19s %9d  %7.2f  (%s %.2f) %s%s" % (
         q["latency_ms"], q["ratio"], q["req_bytes"], q["value"], q["op"],
-        q["target"], "met" if q["met"] else "MISSED"))
+        q["target"], "met" if q["met"] else "MISSED",
+        "  (the lower read directly: %.2f)" % q["lower_value"]
+        if "lower_value" in q else ""))
 EOF
