@@ -8,7 +8,7 @@
 #   make check-full       the exhaustive tier: check plus what it leaves out
 #   make check-debug      the test guests under a kernel built with its checkers
 #   make bench [BENCH=n]  benchmarks in a guest (bench/<n>.sh)
-#   make demo             mount aheadfs in a guest and show its stats
+#   make demo             mount aheadfs in a guest and show its stats (DEMO_CLOCK=icount|wall)
 #   make man              man pages build/man/*.{5,8} from Documentation/man/*.rst
 #   make deb              Debian packages aheadfs-dkms, aheadfs-tools in build/deb/
 #   make install | dkms | checkpatch | clean
@@ -17,6 +17,8 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD := $(TOP)/build
 KERNELS ?= 6.1 6.12
 BENCH ?=
+# make demo's guest clock: icount (instruction-counted, exact) or wall
+DEMO_CLOCK ?= icount
 # The running kernel's build dir if it has one, else the newest Debian headers.
 KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	$(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
@@ -50,7 +52,7 @@ MODPROBE_CONF := kmod/aheadfs.modprobe.conf
 
 .PHONY: all module modules userland bpf selftests check check-host guest-tests \
 	userland-check-san bpf-check-san fuzz \
-	bench demo install dkms checkpatch clean deps userland-check bpf-check \
+	bench demo demo-clock install dkms checkpatch clean deps userland-check bpf-check \
 	unit-check man man-check install-man install-modprobe-conf scripts-check
 .PHONY: deb
 
@@ -207,11 +209,17 @@ bench: modules selftests $(if $(HAVE_USERLAND),userland) $(if $(HAVE_BPF),bpf)
 	@scripts/ksmbd-build $(KERNELS)
 	@KERNELS="$(KERNELS)" scripts/bench-run $(BENCH)
 
-demo: $(if $(HAVE_USERLAND),userland)
+# Before anything is built for it.
+demo-clock:
+	@case "$(DEMO_CLOCK)" in icount | wall) ;; *) echo "demo: DEMO_CLOCK must be icount or wall, not '$(DEMO_CLOCK)'" >&2; exit 2 ;; esac
+
+demo: demo-clock $(if $(HAVE_USERLAND),userland)
 	@scripts/setup-deps
 	@nice scripts/kbuild $(firstword $(KERNELS))
 	@scripts/ksmbd-build $(firstword $(KERNELS))
-	@scripts/vm-run --kernel $(firstword $(KERNELS)) -- scripts/demo
+	@scripts/vm-run --kernel $(firstword $(KERNELS)) \
+		$(if $(filter wall,$(DEMO_CLOCK)),,--tcg-single --cpus 1 --no-erms \
+		--qemu-opts "-icount shift=0,sleep=off") -- scripts/demo
 
 install: module install-man install-modprobe-conf
 	@rel=$$(scripts/kernel-release $(abspath $(KDIR))) && \

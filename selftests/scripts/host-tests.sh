@@ -554,5 +554,9 @@ else
 $(cat "$b/calls" 2>/dev/null)"
 fi
 
+expect "make demo: an unknown DEMO_CLOCK is refused before anything is built" 2 \
+	"DEMO_CLOCK must be icount or wall, not 'fast'" \
+	make -s --no-print-directory -C "$top" demo DEMO_CLOCK=fast
+
 echo "1..$n"
 exit $failed
