@@ -564,6 +564,7 @@ void aheadfs_prefetch_release(struct file *file);
 struct aheadfs_pf_ticket {
 	u64 t0;		/* when it was planned (ns; 0: not planned) */
 	u64 t_own;	/* when the reader submitted its own absent bytes */
+	u64 t_idle;	/* ns it extended the window instead of waiting */
 	u32 gen;
 	int stream;
 	bool grown;	/* the window grew for the wait it found */

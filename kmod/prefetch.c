@@ -464,11 +464,13 @@ static void issue_next(struct file *file, struct file *lower,
 }
 
 /*
- * The reader's share of the window: up to two grains (about two requests)
- * of what is planned and nobody has taken, submitted without waiting for
- * the worker, whatever chunk it holds below.  A steady reader tops up its
- * window this way by what it read; one whose worker gets no CPU (a single
- * or busy one) catches up with the plan by a request's worth each time.
+ * The reader's share of the window: up to one and a half grains (about a
+ * request and a half) of what is planned and nobody has taken, submitted
+ * without waiting for the worker, whatever chunk it holds below.  A steady
+ * reader tops up its window this way by what it read; one whose worker gets
+ * no CPU (a single or busy one) catches up with the plan by half a request
+ * each time, and a window that grows costs no request much more than its
+ * own share.
  * Returns whether the stream still has planned bytes nobody took, for the
  * worker.
  */
@@ -476,7 +478,7 @@ static bool issue_own(struct file *file, struct file *lower,
 		      struct aheadfs_pf_state *pf,
 		      const struct aheadfs_pf_plan *plan, u64 txn)
 {
-	u64 budget = 2 * plan->grain;
+	u64 budget = plan->grain + plan->grain / 2;
 	struct aheadfs_pf_chunk c;
 	bool pending;
 	u64 len;
@@ -496,6 +498,25 @@ static bool issue_own(struct file *file, struct file *lower,
 		if (fatal_signal_pending(current))
 			return true;
 	}
+}
+
+/*
+ * Whether the last page of [pos, pos + len) is still being read in (locked
+ * and not up to date): the request would wait for it.  Read under RCU
+ * without a reference, as aheadfs_cache_presence() does.
+ */
+static bool reading_in(struct address_space *mapping, loff_t pos, u64 len)
+{
+	struct folio *folio;
+	bool busy;
+
+	rcu_read_lock();
+	folio = xa_load(&mapping->i_pages,
+			(aheadfs_sat_add(pos, len) - 1) >> PAGE_SHIFT);
+	busy = folio && !xa_is_value(folio) && !folio_test_uptodate(folio) &&
+	       folio_test_locked(folio);
+	rcu_read_unlock();
+	return busy;
 }
 
 /* A stream's window changed: the mount's gauges and the tracepoint. */
@@ -525,7 +546,8 @@ static void window_sized(struct file *file, struct aheadfs_pf_state *pf,
  * (AHEADFS_WAIT_UNMEASURED: for a time not measured).  If it waited, the
  * window learns it: the latency of its own bytes, which it submitted
  * itself, or a stall on bytes the window submitted too late; and the
- * reader's rate is timed without the wait.
+ * reader's rate is timed without the wait, nor the time it spent extending
+ * the window instead of waiting.
  */
 void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,
@@ -537,6 +559,9 @@ void aheadfs_prefetch_done(struct file *file,
 	if (!pf || !tk || !tk->t0 || !(pr->absent || pr->inflight))
 		return;
 	t1 = ktime_get_ns();
+	/* Extending the window took the time it would have waited. */
+	if (wait_ns != AHEADFS_WAIT_UNMEASURED)
+		wait_ns += tk->t_idle;
 	spin_lock(&pf->lock);
 	aheadfs_stream_waited(&pf->w, tk->stream, tk->gen, tk->t0, t1, wait_ns,
 			      tk->t_own, pr->absent != 0, tk->grown);
@@ -544,32 +569,48 @@ void aheadfs_prefetch_done(struct file *file,
 }
 
 /*
- * The request of @plan found its bytes still being read in: grow the stream's
- * window (aheadfs_stream_stall()) and have the worker submit what that adds.
- * Returns whether it grew: the plan then has bytes nobody took.
+ * The request of @plan is about to wait for its bytes: while they are still
+ * being read in, it submits the window a piece at a time
+ * (aheadfs_stream_extend()) on the CPU it would leave idle.  Returns whether
+ * the window grew.
  */
-static bool stall(struct file *file, struct aheadfs_pf_state *pf,
-		  const struct aheadfs_pf_plan *plan, struct aheadfs_pf_req *rq,
-		  struct aheadfs_pf_ticket *tk)
+static bool issue_idle(struct file *file, struct file *lower,
+		       struct aheadfs_pf_state *pf,
+		       const struct aheadfs_pf_plan *plan,
+		       struct aheadfs_pf_req *rq)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	struct aheadfs_pf_plan more;
-	bool grown;
+	u64 piece = aheadfs_pf_piece(rq->count, rq->txn);
+	struct aheadfs_pf_plan sized = *plan;
+	struct aheadfs_pf_chunk c;
+	bool grew, any = false;
+	s64 delta;
+	u64 len;
 
-	rq->mem_room = mem_room(sbi);
-	spin_lock(&pf->lock);
-	grown = aheadfs_stream_stall(&pf->w, plan->stream, plan->gen, rq,
-				     &more);
-	spin_unlock(&pf->lock);
-	if (!grown)
-		return false;
-	if (tk)
-		tk->grown = true;
-	window_gauge(sbi, more.win_delta);
-	window_sized(file, pf, &more, rq->pos);
-	if (more.issue_end > more.issue_start)
-		queue_work(aheadfs_pf_wq, &pf->work);
-	return more.issue_end > more.issue_start;
+	while (reading_in(lower->f_mapping, rq->pos, rq->count)) {
+		rq->mem_room = mem_room(sbi);
+		spin_lock(&pf->lock);
+		len = pf->dying ? 0 : aheadfs_stream_extend(&pf->w, plan->stream,
+							    plan->gen, rq,
+							    piece, &delta,
+							    &grew, &c);
+		if (grew) {
+			sized.win = pf->w.s[plan->stream].gauge;
+			sized.target = aheadfs_stream_bdp(&pf->w.s[plan->stream]);
+		}
+		spin_unlock(&pf->lock);
+		window_gauge(sbi, delta);
+		any |= grew;
+		if (!len)
+			break;
+		issue_chunk(file, lower, c.start, c.len, c.win);
+		chunk_done(pf, &c);
+		if (fatal_signal_pending(current))
+			break;
+	}
+	if (any)
+		window_sized(file, pf, &sized, rq->pos);
+	return any;
 }
 
 int aheadfs_prefetch_init(void)
@@ -685,20 +726,14 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 			*meter = own;
 	}
 	/*
-	 * It will wait for bytes already sent: the window is short, and grows
-	 * now, so that what it adds is read in during this wait; unless it
-	 * grew at this request already (to the product, or doubled): what
-	 * that added is this request's to submit, and doubling it again
-	 * would have this one request submit four times its size.
+	 * It will wait for bytes already sent, but its window grew at this
+	 * request already (to the product, or doubled): what that added is
+	 * this request's to submit, and the wait is no stall to grow it for
+	 * again.
 	 */
-	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0) {
-		if (plan.grew) {
-			if (tk)
-				tk->grown = true;
-		} else if (stall(file, pf, &plan, &rq, tk)) {
-			plan.pending = true;
-		}
-	}
+	if (!rq.legacy && !nowait && own.inflight && plan.stream >= 0 &&
+	    plan.grew && tk)
+		tk->grown = true;
 	if (!rq.legacy && !nowait) {
 		/* From the first page nobody asked for to the end. */
 		if (own.absent) {
@@ -713,13 +748,23 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	/*
 	 * The reader's share of the window, then the worker for the rest
 	 * (what the window grew by).  A plan that left nothing untaken (a
-	 * steady reader between top-ups), and no stall added to since, needs
-	 * neither: the lock is not taken again to find that out.
+	 * steady reader between top-ups) needs neither: the lock is not taken
+	 * again to find that out.  Last, while its own bytes are still being
+	 * read in, it extends the window on the CPU it would leave idle.
 	 */
 	if (!rq.legacy && plan.stream >= 0 && plan.pending &&
 	    (nowait ? plan.issue_end > plan.issue_start :
 		      issue_own(file, lower, pf, &plan, rq.txn)))
 		queue_work(aheadfs_pf_wq, &pf->work);
+	if (!rq.legacy && !nowait && plan.stream >= 0 &&
+	    (own.absent || own.inflight)) {
+		u64 t = tk && tk->t0 ? ktime_get_ns() : 0;
+
+		if (issue_idle(file, lower, pf, &plan, &rq) && tk)
+			tk->grown = true;
+		if (t)
+			tk->t_idle = ktime_get_ns() - t;
+	}
 	if (plan.wasted)
 		aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes,
 				 plan.wasted);

@@ -41,16 +41,17 @@ typedef uint32_t u32;
 /*
  * The window by measurement (bandwidth-delay product): the reader's rate
  * times the time a chunk takes from submission to completion, with this
- * much headroom (x2) for the variation of both.  The window doubles while
- * it is below that, or while the reader had to wait for bytes the window
- * submitted (the estimate was short); it halves while it holds more than
- * AHEADFS_PF_BDP_SLACK times the product, and on eviction.
+ * much headroom (x2) for the variation of both.  The window grows to the
+ * product without the headroom at once, and to the headroom half a request
+ * per request; by what the reader would have read while it waited for
+ * bytes the window submitted (the estimate was short); it halves while it
+ * holds more than AHEADFS_PF_BDP_SLACK times the product, and on eviction.
  */
 #define AHEADFS_PF_BDP_HEADROOM	2
 #define AHEADFS_PF_BDP_SLACK	4
 /*
  * The window is topped up whenever a grain is missing from it, and each
- * request submits up to two grains of what is planned and not yet taken
+ * request submits up to a grain and a half of what is planned and not taken
  * itself (aheadfs_stream_take_own()), so that the window stays full even
  * when the worker gets no CPU; the worker takes what it can of the rest.
  * The grain is aheadfs_pf_grain(): derived from the transaction size, as
@@ -134,6 +135,7 @@ struct aheadfs_stream {
 	u32 hits;	/* sequential requests that followed the first */
 	bool live;
 	bool confirmed;	/* prefetch runs for this stream */
+	u64 t_stall;	/* how long that stall waited (ns; 0: not measured) */
 	bool stalled;	/* its last request waited for bytes the window sent */
 };
 
@@ -227,25 +229,48 @@ static inline void aheadfs_stream_clock(struct aheadfs_stream *s, u64 now)
 }
 
 /*
+ * What a stall says the window is short by: the bytes the reader would have
+ * read in the time it waited, with the product's headroom.
+ */
+static inline u64 aheadfs_stream_short(const struct aheadfs_stream *s)
+{
+	return aheadfs_sat_mul(aheadfs_sat_mul(s->rate >> 10, s->t_stall / 1000),
+			       AHEADFS_PF_BDP_HEADROOM << 10) / 1000000;
+}
+
+/*
  * Size the window of a stream that moved forward: below the measured
- * product, grow it to the product at once (doubling at least), so that a
- * reader far faster than the device waits for it once, not once per
- * doubling; double it when the reader waited for bytes the window had sent;
- * halve it while it holds far more than the product.  Unmeasured (no clock,
- * or no latency yet), it doubles up to the cap.
+ * product, grow it at once to the product without its headroom (what the
+ * reader needs not to wait), so that a reader far faster than the device
+ * waits for it once, not once per doubling, and by half a request at each
+ * request towards the headroom, which the reader's share of the window
+ * (one and a half grains) submits without a request that pays for many
+ * and without the worker taking the reader's CPU; when the reader
+ * waited for bytes the window had sent, grow it by twice what the reader
+ * would have read in that wait (a request at least); halve it while it holds far
+ * more than the product.  Unmeasured (no clock, no latency yet, or a stall
+ * whose wait was not timed), it doubles up to the cap.
  */
 static inline void aheadfs_stream_size(struct aheadfs_stream *s, u64 req)
 {
 	u64 bdp = aheadfs_stream_bdp(s);
 
-	if (!s->win)
+	if (!s->win) {
 		s->win = req;
-	else if (!bdp || s->stalled)
+	} else if (!bdp || (s->stalled && !s->t_stall)) {
 		s->win = aheadfs_sat_add(s->win, s->win);
-	else if (s->win < bdp)
-		s->win = aheadfs_max64(aheadfs_sat_add(s->win, s->win), bdp);
-	else if (s->win / AHEADFS_PF_BDP_SLACK > bdp)
-		s->win /= 2;
+	} else {
+		if (s->stalled)
+			s->win = aheadfs_sat_add(s->win,
+						 aheadfs_max64(aheadfs_stream_short(s),
+							       req));
+		if (s->win < bdp)
+			s->win = aheadfs_min64(aheadfs_sat_add(aheadfs_max64(
+				s->win, bdp / AHEADFS_PF_BDP_HEADROOM), req / 2),
+				bdp);
+		else if (!s->stalled && s->win / AHEADFS_PF_BDP_SLACK > bdp)
+			s->win /= 2;
+	}
 	s->stalled = false;
 }
 
@@ -509,44 +534,6 @@ static inline void aheadfs_window_plan(struct aheadfs_window *w,
 	p->pending = s->claimed < s->ra_end;
 }
 
-/*
- * The request @rq of stream @i (generation @gen), planned by
- * aheadfs_window_plan(), found bytes the window had sent still being read
- * in: it is about to wait for them, so the window is short.  It doubles now
- * rather than at the next request, and @p says what to add to it, so that
- * the chunks it adds are read in while this request waits.  Returns whether
- * it grew (the wait is then accounted for: aheadfs_stream_waited()'s
- * @grown).
- */
-static inline bool aheadfs_stream_stall(struct aheadfs_window *w, int i,
-					u32 gen,
-					const struct aheadfs_pf_req *rq,
-					struct aheadfs_pf_plan *p)
-{
-	u64 end = aheadfs_sat_add(rq->pos, rq->count), old;
-	struct aheadfs_stream *s;
-
-	*p = (struct aheadfs_pf_plan){ .stream = -1 };
-	if (i < 0 || i >= AHEADFS_PF_STREAMS || rq->legacy)
-		return false;
-	s = &w->s[i];
-	if (!s->live || s->gen != gen || !s->confirmed || s->next != end)
-		return false;
-	old = s->win;
-	s->win = aheadfs_min64(aheadfs_sat_add(s->win, s->win),
-			       aheadfs_max64(rq->win_cap, rq->count));
-	/* At the cap: nothing changes, and the caller applies nothing. */
-	if (s->win == old)
-		return false;
-	p->stream = i;
-	p->gen = gen;
-	p->resized = true;
-	p->target = aheadfs_stream_bdp(s);
-	p->sync_end = end;
-	aheadfs_stream_fill(s, rq, end, p);
-	return true;
-}
-
 static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,
 				       u64 limit, u64 txn,
 				       struct aheadfs_pf_chunk *c)
@@ -564,6 +551,90 @@ static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,
 	s->claimed += c->len;
 	s->subs++;
 	return c->len;
+}
+
+/*
+ * A stream's first request extends its window while it waits to at most
+ * this many requests ahead (and one transaction), so that a reader that
+ * reads only the start of a file prefetches little more than the kernel's
+ * own initial readahead would; each sequential request after it doubles
+ * that bound, so that a random reader that happened to follow itself once
+ * extends a few requests, not a window.
+ */
+#define AHEADFS_PF_FIRST_REQS	8
+
+/*
+ * The piece a waiting request adds to its window at a time
+ * (aheadfs_stream_extend()): a grain, at most an eighth of a transaction,
+ * so that the reader is back at most that piece's submission after its
+ * bytes came in.
+ */
+static inline u64 aheadfs_pf_piece(u64 count, u64 txn)
+{
+	return aheadfs_max64(aheadfs_min64(aheadfs_pf_grain(count, txn),
+					   txn >> 3), 1);
+}
+
+/*
+ * The request @rq of stream @i (generation @gen) is about to wait for bytes
+ * still being read in, and its CPU would idle: it submits one more piece of
+ * the window (@piece bytes) instead, what the plan has that nobody took
+ * first, else a piece added beyond the plan's end.  So a cold stream's
+ * first wait fills the window as far as the CPU gets in one device latency,
+ * and the window is ahead of the reader by what the device's latency needs
+ * without a ramp of requests that each wait for part of it.  Only for a
+ * stream known to be sequential (it has been followed), or that starts at
+ * the file's start; bounded by AHEADFS_PF_FIRST_REQS requests ahead,
+ * doubled at each sequential request; never past the cap, the memory room
+ * or the file.
+ * Returns the chunk's length (0: nothing to add); @win_delta gets the
+ * change of the mount's window_cur, *@grew whether the window grew.
+ */
+static inline u64 aheadfs_stream_extend(struct aheadfs_window *w, int i,
+					u32 gen,
+					const struct aheadfs_pf_req *rq,
+					u64 piece, s64 *win_delta, bool *grew,
+					struct aheadfs_pf_chunk *c)
+{
+	u64 end = aheadfs_sat_add(rq->pos, rq->count), lim, he;
+	struct aheadfs_stream *s;
+
+	*win_delta = 0;
+	*grew = false;
+	if (i < 0 || i >= AHEADFS_PF_STREAMS || rq->legacy || !piece)
+		return 0;
+	s = &w->s[i];
+	if (!s->live || s->gen != gen || !s->confirmed || s->next != end ||
+	    (!s->hits && s->last_pos))
+		return 0;
+	if (s->claimed < s->ra_end)
+		return aheadfs_stream_claim(w, i,
+					    aheadfs_sat_add(s->claimed, piece),
+					    rq->txn, c);
+	lim = aheadfs_min64(aheadfs_max64(rq->win_cap, rq->count),
+			    aheadfs_sat_add(rq->mem_room, s->gauge));
+	if (!s->hits)
+		lim = aheadfs_min64(lim, aheadfs_max64(aheadfs_min64(
+			aheadfs_sat_mul(rq->count, AHEADFS_PF_FIRST_REQS),
+			rq->txn), rq->count));
+	else
+		lim = aheadfs_min64(lim, aheadfs_sat_mul(rq->count,
+			(u64)AHEADFS_PF_FIRST_REQS << aheadfs_min64(s->hits, 32)));
+	he = aheadfs_min64(aheadfs_min64(aheadfs_sat_add(s->ra_end, piece),
+					 aheadfs_sat_add(end, lim)),
+			   rq->isize);
+	if (he <= s->ra_end || s->ra_end < end)
+		return 0;
+	s->ra_end = he;
+	if (he - end > s->gauge) {
+		*win_delta = (s64)(he - end) - (s64)s->gauge;
+		s->gauge = he - end;
+	}
+	if (he - end > s->win) {
+		s->win = he - end;
+		*grew = true;
+	}
+	return aheadfs_stream_claim(w, i, he, rq->txn, c);
 }
 
 /*
@@ -678,7 +749,7 @@ static inline void aheadfs_window_submitted(struct aheadfs_window *w,
  * for @own bytes that the reader itself submitted at @t_own (they were
  * absent), or else for bytes the window had submitted (a stall: the window
  * is short, unless it grew for this wait already, @grown:
- * aheadfs_stream_stall()).  A read of its own absent bytes times a chunk
+ * aheadfs_stream_extend()).  A read of its own absent bytes times a chunk
  * from submission to completion: the latency sample.
  */
 static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
@@ -697,8 +768,11 @@ static inline void aheadfs_stream_waited(struct aheadfs_window *w, int i,
 			    aheadfs_min64(wait, t1 - t0);
 	if (own && t_own && t1 > t_own)
 		s->lat = aheadfs_ewma(s->lat, t1 - t_own);
-	else if (!own && !grown)
+	else if (!own && !grown) {
 		s->stalled = true;
+		s->t_stall = wait == AHEADFS_WAIT_UNMEASURED ? 0 :
+			     aheadfs_min64(wait, t1 - t0);
+	}
 }
 
 /* What stream @i had prefetched was evicted before it was read: halve. */
