@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # vm-run-opts: -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=slow,snapshot=on,throttling.iops-total=150,throttling.bps-total=157286400 -device virtio-blk-pci,drive=slow,serial=aheadfs-slow -drive driver=null-co,size=4G,read-zeroes=on,if=none,id=fast,snapshot=on -device virtio-blk-pci,drive=fast,serial=aheadfs-fast
 # vm-run-timeout: 5400
+# bench-needs: ksmbd
 #
 # bench/copy.sh: copying a cold file through aheadfs, run inside a guest by
 # `make bench BENCH=copy` (scripts/bench-run), with the two drives above:

@@ -535,6 +535,35 @@ expect "bench-run: an unknown BENCH_CPU is refused" 2 \
 	"BENCH_CPU must be noerms or max, not 'fast'" \
 	env BENCH_CPU=fast KERNELS=6.12 "$b/scripts/bench-run" x
 rm -f "$b/calls"
+# "# bench-needs: ksmbd": scripts/ksmbd-build for each kernel before its
+# guest; a kernel whose build fails is not run, and bench-run fails.
+printf '#!/bin/sh\n# bench-needs: ksmbd\n' >"$b/bench/k.sh"
+cat >"$b/scripts/ksmbd-build" <<'STUB'
+#!/bin/sh
+echo "ksmbd-build $1" >>"$(dirname "$0")/../calls"
+[ "$1" != 6.1 ] || { echo "ksmbd-build: stub failure" >&2; exit 1; }
+STUB
+chmod +x "$b/scripts/ksmbd-build"
+run env KERNELS="6.1 6.12" "$b/scripts/bench-run" k
+if [ "$rc" = 1 ] && grep -qx "ksmbd-build 6.1" "$b/calls" &&
+   grep -qx "ksmbd-build 6.12" "$b/calls" &&
+   [ "$(grep -c -- "--kernel" "$b/calls")" = 1 ] &&
+   grep -A1 -x -- "--kernel" "$b/calls" | grep -qx 6.12 &&
+   grep -qF "scripts/ksmbd-build 6.1 failed; not run" <<<"$out"; then
+	pass "bench-run: \"# bench-needs: ksmbd\" builds ksmbd per kernel first; a kernel whose build fails is not run, and the run fails"
+else
+	fail "bench-run: bench-needs ksmbd" "exit $rc; out: $out; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls"
+run env KERNELS=6.12 "$b/scripts/bench-run" x
+if [ "$rc" = 0 ] && ! grep -q "ksmbd-build" "$b/calls"; then
+	pass "bench-run: a script that needs no ksmbd builds none"
+else
+	fail "bench-run: no bench-needs line" "exit $rc; calls:
+$(cat "$b/calls" 2>/dev/null)"
+fi
+rm -f "$b/calls" "$b/bench/k.sh"
 printf '#!/bin/sh\n# bench-clock: icount\n' >"$b/bench/y.sh"
 run env -u BENCH_CLOCK KERNELS=6.12 "$b/scripts/bench-run" y
 if [ "$rc" = 0 ] && grep -qx -- "-icount shift=0,sleep=off" "$b/calls" &&
