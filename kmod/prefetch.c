@@ -583,12 +583,16 @@ static bool issue_idle(struct file *file, struct file *lower,
 	u64 piece = aheadfs_pf_piece(rq->count, rq->txn);
 	struct aheadfs_pf_plan sized = *plan;
 	struct aheadfs_pf_chunk c;
-	bool grew, any = false;
-	s64 delta;
+	bool grew = false, any = false;
+	s64 delta = 0;
 	u64 len;
 
 	while (reading_in(lower->f_mapping, rq->pos, rq->count)) {
 		rq->mem_room = mem_room(sbi);
+		/* A truncate during the wait ends the window there. */
+		rq->isize = i_size_read(file_inode(lower));
+		grew = false;
+		delta = 0;
 		spin_lock(&pf->lock);
 		len = pf->dying ? 0 : aheadfs_stream_extend(&pf->w, plan->stream,
 							    plan->gen, rq,
@@ -727,7 +731,7 @@ bool aheadfs_prefetch_request(struct file *file, loff_t pos, size_t count,
 	}
 	/*
 	 * It will wait for bytes already sent, but its window grew at this
-	 * request already (to the product, or doubled): what that added is
+	 * request already (towards the product, or doubled): what that added is
 	 * this request's to submit, and the wait is no stall to grow it for
 	 * again.
 	 */

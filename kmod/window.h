@@ -177,7 +177,7 @@ struct aheadfs_pf_plan {
 	int stream;			/* the request's stream (-1: none) */
 	u32 gen;			/* and which one of that slot */
 	u64 sync_end;			/* the reader submits up to here */
-	u64 grain;			/* the reader submits two of these */
+	u64 grain;			/* the reader submits 1.5 of these */
 	u64 target;			/* the product (0: not measured yet) */
 	bool resized;			/* the stream's window changed */
 	bool grew;			/* ... grew, at a sequential request */
@@ -567,12 +567,13 @@ static inline u64 aheadfs_stream_claim(struct aheadfs_window *w, int i,
  * The piece a waiting request adds to its window at a time
  * (aheadfs_stream_extend()): a grain, at most an eighth of a transaction,
  * so that the reader is back at most that piece's submission after its
- * bytes came in.
+ * bytes came in; a page at least.
  */
+#define AHEADFS_PF_PIECE_MIN	4096ULL
 static inline u64 aheadfs_pf_piece(u64 count, u64 txn)
 {
 	return aheadfs_max64(aheadfs_min64(aheadfs_pf_grain(count, txn),
-					   txn >> 3), 1);
+					   txn >> 3), AHEADFS_PF_PIECE_MIN);
 }
 
 /*

@@ -197,7 +197,7 @@ static u64 sim_read(struct sim *s, u64 pos, u64 count)
 		 * Then its share of the window (prefetch.c asks only when the
 		 * plan says something is left untaken: check that it is so).
 		 */
-		budget = 2 * p.grain;
+		budget = p.grain + p.grain / 2;
 		while (aheadfs_stream_take_own(&s->w, p.stream, &budget,
 					       s->txn, &ch)) {
 			if (!p.pending)
@@ -741,8 +741,8 @@ static void test_worker_lag_small_reads(void)
 /*
  * The grain is the transaction size's, not a size of its own: a request's
  * size, at least a 64th of the transaction.  4 KiB readers whose worker
- * stops running submit at most two grains in one request, in as many
- * chunks as grains, for each txn_kb; and a smaller txn_kb makes smaller
+ * stops running submit at most a grain and a half in one request, in
+ * two chunks at most, for each txn_kb; and a smaller txn_kb makes smaller
  * top-ups.
  */
 static void test_grain_follows_txn(void)
@@ -767,7 +767,7 @@ static void test_grain_follows_txn(void)
 		chunks = lagging_small_reads(&s, 64 * MIB, 128 * MIB, &absent);
 		report(absent == 4 * KIB && chunks &&
 		       chunks <= 64 * MIB / grain + 1 &&
-		       s.max_req_submitted <= 2 * grain &&
+		       s.max_req_submitted <= grain + grain / 2 &&
 		       s.max_req_submitted > prev_max && !s.order_bad &&
 		       !s.pending_bad,
 		       "txn %llu, 4 KiB reads: grain %llu, %llu reader chunks for 64 MiB, at most %llu bytes in one request",
@@ -808,12 +808,13 @@ static void test_spread_topups(void)
 		for (; pos + req <= 512 * MIB; pos += req)
 			absent += sim_read(&s, pos, req);
 		sim_drain(&s);
-		report(absent == req && s.max_req_submitted <= 2 * grain &&
+		report(absent == req &&
+		       s.max_req_submitted <= grain + grain / 2 &&
 		       s.worker_bytes == wb && !s.order_bad && !s.pending_bad,
-		       "steady %llu-byte reads: at most %llu bytes submitted by one request (two grains: %llu), the worker left %llu, %llu bytes absent",
+		       "steady %llu-byte reads: at most %llu bytes submitted by one request (a grain and a half: %llu), the worker left %llu, %llu bytes absent",
 		       (unsigned long long)req,
 		       (unsigned long long)s.max_req_submitted,
-		       (unsigned long long)(2 * grain),
+		       (unsigned long long)(grain + grain / 2),
 		       (unsigned long long)(s.worker_bytes - wb),
 		       (unsigned long long)absent);
 		sim_free(&s);
