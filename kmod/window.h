@@ -130,12 +130,12 @@ struct aheadfs_stream {
 	u64 lru;
 	u64 t_req;	/* when its last request began (ns; 0: no clock) */
 	u64 t_wait;	/* how long that request waited (ns, or UNMEASURED) */
+	u64 t_stall;	/* how long its last stall waited (ns; 0: not measured) */
 	u64 rate;	/* the reader's rate between requests, bytes/s (EWMA) */
 	u64 lat;	/* submission to completion of its own bytes, ns (EWMA) */
 	u32 hits;	/* sequential requests that followed the first */
 	bool live;
 	bool confirmed;	/* prefetch runs for this stream */
-	u64 t_stall;	/* how long that stall waited (ns; 0: not measured) */
 	bool stalled;	/* its last request waited for bytes the window sent */
 };
 
@@ -245,9 +245,9 @@ static inline u64 aheadfs_stream_short(const struct aheadfs_stream *s)
  * waits for it once, not once per doubling, and by half a request at each
  * request towards the headroom, which the reader's share of the window
  * (one and a half grains) submits without a request that pays for many
- * and without the worker taking the reader's CPU; when the reader
- * waited for bytes the window had sent, grow it by twice what the reader
- * would have read in that wait (a request at least); halve it while it holds far
+ * and without the worker taking the reader's CPU; when the reader waited
+ * for bytes the window had sent, grow it by twice what the reader would
+ * have read in that wait (a request at least); halve it while it holds far
  * more than the product.  Unmeasured (no clock, no latency yet, or a stall
  * whose wait was not timed), it doubles up to the cap.
  */

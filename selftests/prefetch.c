@@ -993,18 +993,27 @@ TEST_F_TIMEOUT(slow, ahead_never_absent_after_first, 300)
 	ASSERT_EQ(15, read_seq(fd, self->buf, 1 * MIB, 0, 1 * MIB));
 	snap(&self->fs, &c);
 	close(fd);
-	TH_LOG("first: waited %lld ms; after it: %lld requests, %lld waited (%lld ms, %lld inflight B), %lld absent",
-	       DELTA(a, b, wait_ns) / 1000000, DELTA(b, c, reqs),
+	TH_LOG("first: waited %lld ms, prefetched %lld B meanwhile; after it: %lld requests, %lld waited (%lld ms, %lld inflight B), %lld absent",
+	       DELTA(a, b, wait_ns) / 1000000, DELTA(a, b, pf_bytes),
+	       DELTA(b, c, reqs),
 	       DELTA(b, c, waits), DELTA(b, c, wait_ns) / 1000000,
 	       DELTA(b, c, inflight), DELTA(b, c, absent_reqs));
 	EXPECT_EQ(1, DELTA(a, b, absent_reqs));
 	EXPECT_EQ(1, DELTA(a, b, waits));
 	EXPECT_LE(SLOW_MS / 2 * 1000000LL, DELTA(a, b, wait_ns));
 	/*
+	 * While it waited, the first request (at the file's start) extended
+	 * the window a piece at a time, to eight requests beyond its own end
+	 * and no further (AHEADFS_PF_FIRST_REQS, within the default txn_kb):
+	 * [1, 9) MiB.  Without the extension only the next request's MiB is
+	 * prefetched.
+	 */
+	EXPECT_EQ(8 * MIB, DELTA(a, b, pf_bytes));
+	/*
 	 * Waits after the first are the window's ramp only: it goes to the
-	 * measured product at once, and doubles during a stall, so the
-	 * requests after the first wait for about one latency in all (the
-	 * stall's), at most three; legacy makes all 15 wait a full latency
+	 * measured product at once, and the first request's wait extended it,
+	 * so the requests after the first wait for about one latency in all,
+	 * at most three; legacy makes all 15 wait a full latency
 	 * each.  How many of them find a chunk still in flight that was
 	 * submitted a moment before is no measure: it depends on how the
 	 * worker's submissions interleave with a reader that copies 1 MiB in
