@@ -253,8 +253,18 @@ struct aheadfs_file_info {
  */
 struct aheadfs_dentry_info {
 	struct path lower;
+	/*
+	 * Our d_seq and the lower dentry's when a revalidation last found
+	 * them matching (dentry.c); AHEADFS_NO_SEQ, which no d_seq at rest
+	 * is, before that.
+	 */
+	unsigned int seq;
+	unsigned int lower_seq;
 	struct rcu_head rcu;
 };
+
+/* Odd: a d_seq is odd only while it is being written. */
+#define AHEADFS_NO_SEQ	1U
 
 static inline struct aheadfs_sb_info *AHEADFS_SB(const struct super_block *sb)
 {
@@ -519,7 +529,9 @@ int aheadfs_iterate_lower(struct file *file, struct file *lower,
 
 /* dentry.c */
 extern const struct dentry_operations aheadfs_dops;
+struct aheadfs_dentry_info *aheadfs_alloc_dentry_info(void);
 int aheadfs_new_dentry_info(struct dentry *dentry);
+void aheadfs_forget_dentry_match(struct aheadfs_dentry_info *di);
 void aheadfs_set_lower_path(struct dentry *dentry, struct path *path);
 
 /* file.c */

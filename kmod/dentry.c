@@ -11,22 +11,41 @@
 #include <linux/fs_stack.h>
 #include "aheadfs.h"
 
-int aheadfs_new_dentry_info(struct dentry *dentry)
+/* Charged to the caller's memory cgroup, as the dentry is. */
+struct aheadfs_dentry_info *aheadfs_alloc_dentry_info(void)
 {
 	struct aheadfs_dentry_info *di;
 
-	/* Charged to the caller's memory cgroup, as the dentry is. */
 	di = kzalloc(sizeof(*di), GFP_KERNEL_ACCOUNT);
+	if (di)
+		aheadfs_forget_dentry_match(di);
+	return di;
+}
+
+int aheadfs_new_dentry_info(struct dentry *dentry)
+{
+	struct aheadfs_dentry_info *di = aheadfs_alloc_dentry_info();
+
 	if (!di)
 		return -ENOMEM;
 	dentry->d_fsdata = di;
 	return 0;
 }
 
+/* The next revalidation compares everything again (lower_matches_at()). */
+void aheadfs_forget_dentry_match(struct aheadfs_dentry_info *di)
+{
+	WRITE_ONCE(di->seq, AHEADFS_NO_SEQ);
+	WRITE_ONCE(di->lower_seq, AHEADFS_NO_SEQ);
+}
+
 /* Takes over the caller's references to @path. */
 void aheadfs_set_lower_path(struct dentry *dentry, struct path *path)
 {
-	AHEADFS_D(dentry)->lower = *path;
+	struct aheadfs_dentry_info *di = AHEADFS_D(dentry);
+
+	di->lower = *path;
+	aheadfs_forget_dentry_match(di);
 }
 
 static void aheadfs_d_release(struct dentry *dentry)
@@ -132,12 +151,64 @@ static int check_lower(struct dentry *dentry, struct dentry *lower,
 	return same_name;
 }
 
+/*
+ * check_lower(), remembered.  The dcache advances a dentry's d_seq around
+ * every change check_lower() looks at: a rename or exchange (__d_move(),
+ * the name and the parent), a drop from the hash (__d_drop()), an
+ * instantiate or the loss of the inode.  So while our dentry's d_seq and
+ * the lower's are what they were when check_lower() last found them
+ * matching, its verdict stands, and a walk over an unchanged tree compares
+ * no name.  The pair is kept only from a check made between two reads of
+ * both counts that found them even and unchanged; counts only grow, so a
+ * pair mixed from two such checks is as good as either.  Our parent's
+ * lower dentry, the other thing check_lower() reads, is never replaced
+ * while it has children (only a negative dentry's is, in namei.c's
+ * instantiate()).
+ */
+static int lower_matches_at(struct dentry *dentry,
+			    struct aheadfs_dentry_info *di,
+			    struct dentry *lower, bool rcu)
+{
+	unsigned int seq = raw_read_seqcount(&dentry->d_seq);
+	unsigned int lower_seq = raw_read_seqcount(&lower->d_seq);
+	int ret;
+
+	if (seq == READ_ONCE(di->seq) && lower_seq == READ_ONCE(di->lower_seq))
+		return 1;
+	ret = check_lower(dentry, lower, rcu);
+	if (ret > 0 && !((seq | lower_seq) & 1) &&
+	    !read_seqcount_retry(&dentry->d_seq, seq) &&
+	    !read_seqcount_retry(&lower->d_seq, lower_seq)) {
+		WRITE_ONCE(di->seq, seq);
+		WRITE_ONCE(di->lower_seq, lower_seq);
+	}
+	return ret;
+}
+
+/* What fsstack_copy_inode_size() would write, written only if it differs. */
+static void copy_size_if_changed(struct inode *inode, struct inode *lower)
+{
+	if (i_size_read(inode) != i_size_read(lower) ||
+	    READ_ONCE(inode->i_blocks) != READ_ONCE(lower->i_blocks))
+		fsstack_copy_inode_size(inode, lower);
+}
+
+/* Positive, and what was written before it was made so is seen. */
+static inline bool positive_acquire(const struct dentry *dentry)
+{
+	/* Pairs with the release of d_flags in d_instantiate(). */
+	unsigned int flags = smp_load_acquire(&dentry->d_flags);
+
+	return (flags & DCACHE_ENTRY_TYPE) != DCACHE_MISS_TYPE;
+}
+
 static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct aheadfs_dentry_info *di = READ_ONCE(dentry->d_fsdata);
 	struct super_block *sb = dentry->d_sb;
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(sb);
 	bool rcu = flags & LOOKUP_RCU;
+	bool pinned = false;
 	struct dentry *lower;
 	struct inode *inode;
 	u64 t0 = 0;
@@ -149,13 +220,19 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		return 1;
 	/*
 	 * A create through the mount may replace the lower dentry ours pins
-	 * (instantiate() in namei.c) and drop the old one meanwhile: in
-	 * ref-walk, which may sleep in the lower's d_revalidate, hold a
-	 * reference of our own, taken under RCU from a dentry not yet dead:
-	 * a dead one was replaced first, so the next read finds the new one.
+	 * (instantiate() in namei.c) and drop the old one meanwhile, before
+	 * it makes ours positive.  An RCU walk holds the RCU read lock.  In
+	 * ref-walk, a positive dentry's lower dentry is the one it was made
+	 * positive with (read after its type, which d_instantiate() publishes
+	 * with a release), and the caller's reference to ours keeps ours
+	 * positive and pins it.  A negative one's may be replaced at any
+	 * time: hold a reference of our own, taken under RCU from a dentry
+	 * not yet dead (a dead one was replaced first, so the next read
+	 * finds the new one), since the lower's d_revalidate may sleep.
 	 */
 	if (rcu) {
-		/* The walk holds the RCU read lock. */
+		lower = READ_ONCE(di->lower.dentry);
+	} else if (positive_acquire(dentry)) {
 		lower = READ_ONCE(di->lower.dentry);
 	} else {
 		rcu_read_lock();
@@ -170,11 +247,12 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 			}
 		}
 		rcu_read_unlock();
+		pinned = true;
 	}
 
 	if (!rcu)
 		t0 = aheadfs_op_begin();
-	ret = check_lower(dentry, lower, rcu);
+	ret = lower_matches_at(dentry, di, lower, rcu);
 	/* A verdict of invalid is given, and counted, in ref-walk only. */
 	if (ret == 0 && rcu)
 		return -ECHILD;
@@ -208,14 +286,15 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	}
 	/* Keep the size the VFS checks against (copy_file_range) current. */
 	if (ret > 0 && !rcu && inode)
-		fsstack_copy_inode_size(inode, AHEADFS_I(inode)->lower);
+		copy_size_if_changed(inode, AHEADFS_I(inode)->lower);
 out:
 	if (ret == 0)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_revalidate_fail);
 	if (!rcu) {
 		aheadfs_op_end(sb, AHEADFS_OP_revalidate, d_inode(dentry),
 			       dentry, t0, ret);
-		dput(lower);
+		if (pinned)
+			dput(lower);
 	}
 	return ret;
 }

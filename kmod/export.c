@@ -178,7 +178,7 @@ static struct dentry *anon_alias(struct super_block *sb, struct dentry *lower)
 	struct dentry *dentry;
 	struct inode *inode;
 
-	di = kzalloc(sizeof(*di), GFP_KERNEL_ACCOUNT);
+	di = aheadfs_alloc_dentry_info();
 	if (!di) {
 		dput(lower);
 		return ERR_PTR(-ENOMEM);

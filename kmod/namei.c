@@ -161,6 +161,7 @@ static int instantiate(struct dentry *dentry, struct dentry *lower_parent)
 		}
 		/* Published before the old one goes: see aheadfs_d_revalidate(). */
 		WRITE_ONCE(di->lower.dentry, fresh);
+		aheadfs_forget_dentry_match(di);
 		dput(lower);
 		lower = fresh;
 	}

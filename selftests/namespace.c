@@ -368,6 +368,101 @@ TEST_F(ns, lower_changes_revalidate)
 	EXPECT_STREQ("new", get(ahfs_l(&self->fs, l, "dir2/new")));
 }
 
+/*
+ * The lower's changes again, seen by walks that start in the mount (a
+ * directory fd).  In a guest whose root is 9p or virtiofs every walk from
+ * "/" drops to ref mode at its first name, so the walks above revalidate
+ * in ref mode only; these stay in RCU mode until a change is found, where
+ * revalidation goes by the d_seq of our dentry and of the lower one at
+ * their last match (dentry.c), as every walk does on a storage node.
+ * op_revalidate counts the verdicts given in ref mode: over an unchanged
+ * tree there must be none.
+ */
+static int at_ino(int dfd, const char *rel, ino_t *ino)
+{
+	struct stat st;
+
+	if (fstatat(dfd, rel, &st, 0))
+		return -errno;
+	*ino = st.st_ino;
+	return 0;
+}
+
+TEST_F(ns, rcu_walk_sees_lower_changes)
+{
+	char m[PATH_MAX], l[PATH_MAX], l2[PATH_MAX];
+	long long r0, f0;
+	ino_t a = 0, b = 0, x = 0;
+	int dfd, i;
+
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "d"), 0755));
+	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "e"), 0755));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "d/a"), "a"));
+	ASSERT_EQ(0, ahfs_put(ahfs_m(&self->fs, m, "d/b"), "b"));
+	dfd = open(self->fs.mnt, O_PATH | O_DIRECTORY);
+	ASSERT_LE(0, dfd);
+	/* The dentries, and the lower's ACLs an RCU walk reads cached. */
+	ASSERT_EQ(0, at_ino(dfd, "d/a", &a));
+	ASSERT_EQ(0, at_ino(dfd, "d/b", &b));
+	ASSERT_EQ(-ENOENT, at_ino(dfd, "d/late", &x));
+	r0 = ahfs_stat(&self->fs, "op_revalidate");
+	f0 = ahfs_stat(&self->fs, "revalidate_fail");
+	ASSERT_LE(0, r0);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, at_ino(dfd, "d/a", &x));
+		ASSERT_EQ(a, x);
+		ASSERT_EQ(-ENOENT, at_ino(dfd, "d/late", &x));
+	}
+	EXPECT_EQ(r0, ahfs_stat(&self->fs, "op_revalidate"));
+
+	/* Renamed in the lower: the old name is gone, the new one is it. */
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "d/a"),
+			    ahfs_l(&self->fs, l2, "d/a2")));
+	EXPECT_EQ(-ENOENT, at_ino(dfd, "d/a", &x));
+	ASSERT_EQ(0, at_ino(dfd, "d/a2", &x));
+	EXPECT_EQ(a, x);
+	EXPECT_LT(f0, ahfs_stat(&self->fs, "revalidate_fail"));
+	/* Exchanged in the lower: each name holds the other's inode. */
+	ASSERT_EQ(0, syscall(SYS_renameat2, AT_FDCWD,
+			     ahfs_l(&self->fs, l, "d/a2"), AT_FDCWD,
+			     ahfs_l(&self->fs, l2, "d/b"), RENAME_EXCHANGE));
+	ASSERT_EQ(0, at_ino(dfd, "d/a2", &x));
+	EXPECT_EQ(b, x);
+	ASSERT_EQ(0, at_ino(dfd, "d/b", &x));
+	EXPECT_EQ(a, x);
+	/* Moved to another directory under the same name. */
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "d/b"),
+			    ahfs_l(&self->fs, l2, "e/b")));
+	EXPECT_EQ(-ENOENT, at_ino(dfd, "d/b", &x));
+	ASSERT_EQ(0, at_ino(dfd, "e/b", &x));
+	EXPECT_EQ(a, x);
+	/* Removed, then made again as another inode. */
+	ASSERT_EQ(0, unlink(ahfs_l(&self->fs, l, "d/a2")));
+	EXPECT_EQ(-ENOENT, at_ino(dfd, "d/a2", &x));
+	ASSERT_EQ(0, ahfs_put(l, "new"));
+	ASSERT_EQ(0, at_ino(dfd, "d/a2", &x));
+	EXPECT_EQ(ino(l), x);
+	EXPECT_STREQ("new", get(ahfs_m(&self->fs, m, "d/a2")));
+	/* A name the lower gains: the negative dentry gives way. */
+	ASSERT_EQ(0, ahfs_put(ahfs_l(&self->fs, l, "d/late"), "late"));
+	ASSERT_EQ(0, at_ino(dfd, "d/late", &x));
+	EXPECT_EQ(ino(l), x);
+	/* The directory renamed in the lower: a walk through its old name. */
+	ASSERT_EQ(0, rename(ahfs_l(&self->fs, l, "d"),
+			    ahfs_l(&self->fs, l2, "d2")));
+	EXPECT_EQ(-ENOENT, at_ino(dfd, "d/late", &x));
+	ASSERT_EQ(0, at_ino(dfd, "d2/late", &x));
+	EXPECT_EQ(ino(ahfs_l(&self->fs, l, "d2/late")), x);
+
+	/* Unchanged again: RCU mode again. */
+	ASSERT_EQ(0, at_ino(dfd, "d2/late", &x));
+	r0 = ahfs_stat(&self->fs, "op_revalidate");
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, at_ino(dfd, "d2/late", &x));
+	EXPECT_EQ(r0, ahfs_stat(&self->fs, "op_revalidate"));
+	close(dfd);
+}
+
 /* op_<name> counters follow the operations made. */
 TEST_F(ns, op_counters)
 {

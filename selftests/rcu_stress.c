@@ -62,6 +62,7 @@ struct worker {
 	int id;
 	uint64_t rnd;
 	const char *root;	/* the mount or the lower */
+	int root_fd;		/* root, for walks that start there */
 	unsigned long ops, ok, estale;
 	unsigned long fresh;	/* the lower writer's fresh names so far */
 	struct stress *st;
@@ -233,23 +234,36 @@ static long list_dir(int fd)
 static void reader_op(struct worker *w)
 {
 	char path[PATH_MAX], link[64], target[PATH_MAX];
+	const char *name = path;
+	int at = AT_FDCWD;
 	struct stat s;
 	char c;
 	long r;
 	int fd, n;
 
 	any_path(w, path);
+	/*
+	 * Half the walks start at the mount (a directory fd) and half at
+	 * "/": a guest whose root is 9p or virtiofs sends every walk from
+	 * "/" to ref mode at its first name (their d_revalidate refuses RCU
+	 * walk), so only the first half walks aheadfs in RCU mode, as every
+	 * walk does on a storage node's local root filesystem.
+	 */
+	if (pick(w, 2)) {
+		at = w->root_fd;
+		name = path + strlen(w->root) + 1;
+	}
 	switch (pick(w, 7)) {
 	case 0:
-		r = RETRY_ESTALE(w, stat(path, &s));
+		r = RETRY_ESTALE(w, fstatat(at, name, &s, 0));
 		account(w, "stat", path, r, READ_ERRS);
 		break;
 	case 1:
-		r = RETRY_ESTALE(w, lstat(path, &s));
+		r = RETRY_ESTALE(w, fstatat(at, name, &s, AT_SYMLINK_NOFOLLOW));
 		account(w, "lstat", path, r, READ_ERRS);
 		break;
 	case 2:
-		r = fd = RETRY_ESTALE(w, open(path, O_RDONLY));
+		r = fd = RETRY_ESTALE(w, openat(at, name, O_RDONLY));
 		account(w, "open", path, r, READ_ERRS);
 		if (fd < 0)
 			break;
@@ -260,13 +274,14 @@ static void reader_op(struct worker *w)
 		close(fd);
 		break;
 	case 3:
-		r = RETRY_ESTALE(w, faccessat(AT_FDCWD, path, pick(w, 2) ?
+		r = RETRY_ESTALE(w, faccessat(at, name, pick(w, 2) ?
 					      F_OK : R_OK | X_OK, 0));
 		/* R_OK | X_OK of a file with mode 0644 is EACCES. */
 		account(w, "access", path, r, READ_ERRS | E(EACCES));
 		break;
 	case 4:
-		r = fd = RETRY_ESTALE(w, open(path, O_RDONLY | O_DIRECTORY));
+		r = fd = RETRY_ESTALE(w, openat(at, name,
+						O_RDONLY | O_DIRECTORY));
 		account(w, "opendir", path, r, READ_ERRS);
 		if (fd < 0)
 			break;
@@ -780,6 +795,8 @@ TEST_F_TIMEOUT(rcu, lookups_race_namespace_changes_and_cache_drops, 450)
 			w->kind = DROPPER;
 		}
 		w->root = w->kind == LOW_WRITER ? st.lower : st.mnt;
+		w->root_fd = open(w->root, O_PATH | O_DIRECTORY);
+		ASSERT_LE(0, w->root_fd);
 		ASSERT_EQ(0, pthread_create(&w->tid, NULL, worker_fn, w));
 	}
 	TH_LOG("%ld s, at most %lu operations a thread, %d threads",
@@ -793,6 +810,8 @@ TEST_F_TIMEOUT(rcu, lookups_race_namespace_changes_and_cache_drops, 450)
 	for (k = 0; k < N_WORKERS; k++)
 		pthread_join(st.w[k].tid, NULL);
 	pthread_barrier_destroy(&st.start);
+	for (k = 0; k < N_WORKERS; k++)
+		close(st.w[k].root_fd);
 
 	for (k = 0; k < N_WORKERS; k++) {
 		struct worker *w = &st.w[k];
