@@ -42,6 +42,13 @@
 # rotates per round); a row is the median round, with the lowest and
 # highest.  Targets, for every op and process count: aheadfs/lower >= 0.97
 # (issue 12) and aheadfs/overlay >= 1 (issue 28).
+# Walks: by default ($BENCH_META_WALK=relative) every name is walked from
+# the test directory (fio runs there, metaops from a directory fd), so the
+# path walk stays in RCU mode as it does from a storage node's local root
+# filesystem; BENCH_META_WALK=absolute walks every name from "/", as
+# mdtest with full paths does, which in this guest (its root is the
+# host's, over 9p, whose d_revalidate refuses RCU walk) sends every walk
+# to ref-walk at its first name.  Every row of part (a) carries "walk".
 # With BENCH_META_TRACE=1, only aheadfs's rounds run, with
 # `bpf/aheadtrace hist -o unlink,lookup,readdir` (aheadfs's operations) and
 # `bpf/aheadtrace vfs -d MNT -d XFS` (the VFS calls on both layers: on the
@@ -80,7 +87,7 @@
 # kernel) and meta.json (every kernel measured so far):
 #   {"results":  [{"kernel", "lower", "layer": "lower"|"aheadfs"|"overlay",
 #                  "op", "procs", "ops_s", "ops_s_min", "ops_s_max",
-#                  "rounds", "files", "tool", "clock"}],
+#                  "rounds", "files", "tool", "clock", "walk"}],
 #    "listings": [{"kernel", "case", "listing": "first"|"repeat"|"expired",
 #                  "seconds", "rpcs": {"GETATTR", "ACCESS", "LOOKUP",
 #                  "READDIR", "READDIRPLUS", ..., "total"}, "files",
@@ -111,6 +118,12 @@ wall|icount) ;;
 esac
 parts=${BENCH_META_PARTS:-a b}
 trace=${BENCH_META_TRACE:-0}
+walk=${BENCH_META_WALK:-relative}
+case $walk in
+relative|absolute) ;;
+*) echo "bench/meta: BENCH_META_WALK must be relative or absolute, not '$walk'" >&2; exit 2 ;;
+esac
+export METAOPS_WALK=$walk
 timeout_ms=${BENCH_META_TIMEOUT_MS:-30000}
 case $timeout_ms in ''|*[!0-9]*|0) echo "bench/meta: BENCH_META_TIMEOUT_MS must be a number of ms > 0" >&2; exit 2 ;; esac
 cases=${BENCH_META_CASES:-local nfs aheadfs aheadfs-cached}
@@ -254,6 +267,9 @@ int main(int argc, char **argv)
 	char **names = NULL, path[4096], to[4200];
 	long nnames = 0, cap = 0, i, ops = 0, passes = 1;
 	int procs, p, dfd, go[2], status, failed = 0;
+	/* METAOPS_WALK=absolute: every name walked from "/" (see walk=). */
+	const char *walk = getenv("METAOPS_WALK");
+	int abs = walk && !strcmp(walk, "absolute");
 	double t0, t1;
 	DIR *d;
 	struct dirent *e;
@@ -326,8 +342,14 @@ int main(int argc, char **argv)
 
 			for (k = 0; k < passes; k++)
 				for (i = p; i < nnames; i += procs) {
-					int fd = openat(dfd, names[i], O_RDONLY);
+					int fd;
 
+					if (abs) {
+						snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+						fd = open(path, O_RDONLY);
+					} else {
+						fd = openat(dfd, names[i], O_RDONLY);
+					}
 					if (fd < 0)
 						die("open", names[i]);
 					close(fd);
@@ -336,8 +358,14 @@ int main(int argc, char **argv)
 		}
 		for (i = p; i < nnames; i += procs) {
 			if (!strcmp(op, "rename")) {
-				snprintf(to, sizeof(to), "%s.r", names[i]);
-				if (renameat(dfd, names[i], dfd, to))
+				if (abs) {
+					snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+					snprintf(to, sizeof(to), "%s.r", path);
+				} else {
+					snprintf(path, sizeof(path), "%s", names[i]);
+					snprintf(to, sizeof(to), "%s.r", names[i]);
+				}
+				if (renameat(dfd, path, dfd, to))
 					die("rename", names[i]);
 			} else {
 				fprintf(stderr, "metaops: unknown op %s\n", op);
@@ -347,8 +375,14 @@ int main(int argc, char **argv)
 		/* And back, so that the names are the ones fio made. */
 		if (!strcmp(op, "rename"))
 			for (i = p; i < nnames; i += procs) {
-				snprintf(to, sizeof(to), "%s.r", names[i]);
-				if (renameat(dfd, to, dfd, names[i]))
+				if (abs) {
+					snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+					snprintf(to, sizeof(to), "%s.r", path);
+				} else {
+					snprintf(path, sizeof(path), "%s", names[i]);
+					snprintf(to, sizeof(to), "%s.r", names[i]);
+				}
+				if (renameat(dfd, to, dfd, path))
 					die("rename", to);
 			}
 		_exit(0);
@@ -406,7 +440,10 @@ lst=$work/listings.tsv
 # gtod_reduce: no latency statistics, a rate needs none.
 fio_ops() {
 	local t
-	t=$(fio --name=meta --ioengine="$1" --directory="$2" --numjobs="$3" \
+	local dir=(--directory="$2")
+	# Relative names from DIR: the walk stays in RCU mode (see walk=).
+	[ "$walk" = absolute ] || dir=()
+	t=$(cd "$2" && fio --name=meta --ioengine="$1" "${dir[@]}" --numjobs="$3" \
 		--loops="${4:-1}" \
 		--nrfiles=$((ops_files / $3)) --filesize=4k --openfiles=1 \
 		--create_on_open=1 --fallocate=none --rw=write --gtod_reduce=1 \
@@ -638,13 +675,13 @@ case " $parts " in *" b "*)
 	;;
 esac
 
-python3 - "$tsv" "$lst" "$out" "$rel" "$ops_files" "$timeout_ms" "$trace" "$clock" <<'EOF'
+python3 - "$tsv" "$lst" "$out" "$rel" "$ops_files" "$timeout_ms" "$trace" "$clock" "$walk" <<'EOF'
 import glob, json, os, sys
 # The guest's CPU model (scripts/bench-run's BENCH_CPU): with ERMS, the
 # instruction-counted clock counts a string copy or clear a byte an iteration.
 cpu_model = "erms (rep movsb/stosb)" if " erms" in open("/proc/cpuinfo").read() else "no erms (rep movsq/stosq)"
 
-tsv, lst, out, rel, nfiles, timeout_ms, trace, clock = sys.argv[1:9]
+tsv, lst, out, rel, nfiles, timeout_ms, trace, clock, walk = sys.argv[1:10]
 nfiles = int(nfiles)
 OPS = ["create", "stat", "open_close", "readdir", "rename", "unlink"]
 TOOL = {"create": "fio filecreate", "stat": "fio filestat",
@@ -668,7 +705,7 @@ for (layer, op, procs), rs in sorted(runs.items()):
          "procs": procs, "ops_s": round(median(v), 1),
          "ops_s_min": round(min(v), 1), "ops_s_max": round(max(v), 1),
          "rounds": len(v), "files": nfiles, "tool": TOOL[op],
-         "clock": clock, "cpu": cpu_model}
+         "clock": clock, "walk": walk, "cpu": cpu_model}
     results.append(r)
     by[(layer, op, procs)] = (r, rs)
 for base, target in VERSUS:
@@ -681,7 +718,7 @@ for base, target in VERSUS:
             per = [ah[1][n] / lo[1][n] for n in ah[1] if n in lo[1] and lo[1][n]]
             ratios.append({"kernel": rel, "what": "aheadfs/%s %s %d" % (base, op, procs),
                            "op": ">=", "value": round(v, 3), "target": target,
-                           "met": v >= target, "clock": clock,
+                           "met": v >= target, "clock": clock, "walk": walk,
                            "round_min": round(min(per), 3) if per else None,
                            "round_max": round(max(per), 3) if per else None})
 def kv(s):
@@ -750,6 +787,13 @@ if trace == "1":
 else:
     if os.path.exists(path):
         old = json.load(open(path))
+        # Part (a) of the other walk stays (rows from before "walk" go).
+        if results:
+            other = lambda q: q.get("walk", walk) != walk
+            mine["results"] = results + [q for q in old.get("results", [])
+                                         if other(q)]
+            mine["ratios"] = ratios + [q for q in old.get("ratios", [])
+                                       if q["what"].startswith("aheadfs/") and other(q)]
         if not results:
             mine["results"] = old_rows(old.get("results", []))
             mine["ratios"] += old_rows([q for q in old.get("ratios", [])
@@ -768,7 +812,7 @@ else:
     json.dump({"results": allr, "listings": alll, "ratios": allq},
               open(os.path.join(out, "meta.json"), "w"), indent=1)
 
-qby = {q["what"]: q for q in ratios}
+qby = {q["what"]: q for q in ratios if q.get("walk", walk) == walk}
 if results:
     rounds = sorted({r["rounds"] for r in results})
     unit = ("ops per 10^9 guest instructions (BENCH_CLOCK=icount)"
@@ -776,10 +820,11 @@ if results:
     layers = [l for l in ("lower", "aheadfs", "overlay")
               if any(r["layer"] == l for r in results)]
     print("kernel %s, (a) empty files on xfs (RAM disk), %d files per directory, "
-          "%s: median [min-max] of %s rounds; ratios of the medians "
-          "(the rounds' ratios' range), target aheadfs/lower >= 0.97, "
-          "aheadfs/overlay >= 1" % (
-          rel, nfiles, unit, "/".join(map(str, rounds))))
+          "names walked %s, %s: median [min-max] of %s rounds; ratios of "
+          "the medians (the rounds' ratios' range), target aheadfs/lower "
+          ">= 0.97, aheadfs/overlay >= 1" % (
+          rel, nfiles, "from the directory" if walk == "relative" else "from /",
+          unit, "/".join(map(str, rounds))))
     print("%-11s %5s" % ("op", "procs") + "".join(" %26s" % l for l in layers) +
           "".join(" %-26s" % ("aheadfs/" + b) for b, _ in VERSUS
                   if b in layers and "aheadfs" in layers))

@@ -7,6 +7,7 @@
 #define _AHEADFS_H
 
 #include <linux/fs.h>
+#include <linux/fs_stack.h>
 #include <linux/path.h>
 #include <linux/kobject.h>
 #include <linux/percpu.h>
@@ -233,11 +234,19 @@ struct aheadfs_inode_info {
 struct aheadfs_pf_state;
 struct aheadfs_dir_cache;
 
-/* Per-open-file state, file->private_data. */
+/*
+ * Per-open-file state.  file->private_data is a regular file's lower file
+ * itself until something needs more (the window's first read, pf_get();
+ * a caller's fadvise), and otherwise, as for every directory and every
+ * exec, this, tagged AHEADFS_FILE_INFO in its lowest bit (both are
+ * word-aligned): an open and close of a file allocates nothing of ours.
+ * Made once, never replaced before the file's release.
+ */
 struct aheadfs_file_info {
 	struct file *lower;
 	struct aheadfs_pf_state *pf;	/* prefetch streams, owned by prefetch.c */
-	bool set_random;		/* we set FMODE_RANDOM on the lower */
+	/* We set FMODE_RANDOM on the lower (true while there is no info). */
+	bool set_random;
 	bool denied_write;		/* an exec's: writes to the lower denied */
 	/* A directory's readdir cache being filled, or being read (cache.c). */
 	struct aheadfs_dir_cache *dir_fill;
@@ -281,15 +290,28 @@ static inline struct inode *aheadfs_lower_inode(const struct inode *inode)
 	return AHEADFS_I(inode)->lower;
 }
 
+#define AHEADFS_FILE_INFO	1UL
+
+/* The file's aheadfs_file_info, or NULL while it has none. */
 static inline struct aheadfs_file_info *AHEADFS_F(const struct file *file)
 {
-	return file->private_data;
+	unsigned long p = (unsigned long)READ_ONCE(file->private_data);
+
+	if (!(p & AHEADFS_FILE_INFO))
+		return NULL;
+	return (struct aheadfs_file_info *)(p - AHEADFS_FILE_INFO);
 }
 
 static inline struct file *aheadfs_lower_file(const struct file *file)
 {
-	return AHEADFS_F(file)->lower;
+	unsigned long p = (unsigned long)READ_ONCE(file->private_data);
+
+	if (p & AHEADFS_FILE_INFO)
+		return ((struct aheadfs_file_info *)(p - AHEADFS_FILE_INFO))->lower;
+	return (struct file *)p;
 }
+
+struct aheadfs_file_info *aheadfs_file_info(struct file *file, gfp_t gfp);
 
 static inline struct aheadfs_dentry_info *AHEADFS_D(const struct dentry *dentry)
 {
@@ -481,6 +503,15 @@ static inline bool aheadfs_i_flags_stale(const struct inode *inode,
 }
 
 void aheadfs_copy_i_flags(struct inode *inode);
+
+/* fsstack_copy_inode_size(), storing nothing when nothing differs. */
+static inline void aheadfs_copy_size(struct inode *inode, struct inode *lower)
+{
+	if (i_size_read(inode) != i_size_read(lower) ||
+	    READ_ONCE(inode->i_blocks) != READ_ONCE(lower->i_blocks))
+		fsstack_copy_inode_size(inode, lower);
+}
+
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when);
 void aheadfs_copy_attr_written(struct inode *inode);
 
@@ -571,6 +602,7 @@ void aheadfs_cache_presence(struct address_space *mapping, loff_t pos,
 			    u64 len, struct aheadfs_presence *pr);
 u64 aheadfs_wait_reads(struct address_space *mapping, loff_t pos, u64 len);
 void aheadfs_prefetch_open(struct file *file);
+void aheadfs_prefetch_advised(struct file *file, int advice);
 void aheadfs_prefetch_release(struct file *file);
 /* A request the window planned, for aheadfs_prefetch_done(). */
 struct aheadfs_pf_ticket {

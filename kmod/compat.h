@@ -159,6 +159,28 @@ static inline bool aheadfs_lower_write_start(struct file *lower, bool nowait)
 #endif
 
 /* A flag taken from a mapping being set up, in ->mmap. */
+/* Whether @a's access, change and modification times are @b's. */
+#ifdef AHEADFS_HAVE_INODE_GET_MTIME
+static inline bool aheadfs_same_times(const struct inode *a,
+				      const struct inode *b)
+{
+	return inode_get_mtime_nsec(a) == inode_get_mtime_nsec(b) &&
+	       inode_get_mtime_sec(a) == inode_get_mtime_sec(b) &&
+	       inode_get_ctime_nsec(a) == inode_get_ctime_nsec(b) &&
+	       inode_get_ctime_sec(a) == inode_get_ctime_sec(b) &&
+	       inode_get_atime_nsec(a) == inode_get_atime_nsec(b) &&
+	       inode_get_atime_sec(a) == inode_get_atime_sec(b);
+}
+#else
+static inline bool aheadfs_same_times(const struct inode *a,
+				      const struct inode *b)
+{
+	return timespec64_equal(&a->i_mtime, &b->i_mtime) &&
+	       timespec64_equal(&a->i_ctime, &b->i_ctime) &&
+	       timespec64_equal(&a->i_atime, &b->i_atime);
+}
+#endif
+
 #ifdef AHEADFS_HAVE_VM_FLAGS_CLEAR
 #define aheadfs_vm_flags_clear(vma, flags)	vm_flags_clear(vma, flags)
 #else

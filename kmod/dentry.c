@@ -185,14 +185,6 @@ static int lower_matches_at(struct dentry *dentry,
 	return ret;
 }
 
-/* What fsstack_copy_inode_size() would write, written only if it differs. */
-static void copy_size_if_changed(struct inode *inode, struct inode *lower)
-{
-	if (i_size_read(inode) != i_size_read(lower) ||
-	    READ_ONCE(inode->i_blocks) != READ_ONCE(lower->i_blocks))
-		fsstack_copy_inode_size(inode, lower);
-}
-
 /* Positive, and what was written before it was made so is seen. */
 static inline bool positive_acquire(const struct dentry *dentry)
 {
@@ -286,7 +278,7 @@ static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	}
 	/* Keep the size the VFS checks against (copy_file_range) current. */
 	if (ret > 0 && !rcu && inode)
-		copy_size_if_changed(inode, AHEADFS_I(inode)->lower);
+		aheadfs_copy_size(inode, AHEADFS_I(inode)->lower);
 out:
 	if (ret == 0)
 		aheadfs_stat_inc(sbi, AHEADFS_STAT_revalidate_fail);

@@ -80,19 +80,55 @@ static ssize_t aheadfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	return ret;
 }
 
+/*
+ * The file's aheadfs_file_info, made now if it has none yet (a regular
+ * file's first need of one): threads that race here agree on one.  NULL
+ * with no memory.
+ */
+struct aheadfs_file_info *aheadfs_file_info(struct file *file, gfp_t gfp)
+{
+	unsigned long p = (unsigned long)READ_ONCE(file->private_data);
+	struct aheadfs_file_info *fi;
+	unsigned long old;
+
+	if (p & AHEADFS_FILE_INFO)
+		return (struct aheadfs_file_info *)(p - AHEADFS_FILE_INFO);
+	fi = kmem_cache_zalloc(aheadfs_file_cachep, gfp);
+	if (!fi)
+		return NULL;
+	fi->lower = (struct file *)p;
+	/* What a file without its info stands for: see lower_readahead(). */
+	fi->set_random = true;
+	/* Fully ordered: whoever reads the tagged pointer sees fi whole. */
+	old = (unsigned long)cmpxchg(&file->private_data, (void *)p,
+				     (void *)((unsigned long)fi |
+					      AHEADFS_FILE_INFO));
+	if (old != p) {
+		kmem_cache_free(aheadfs_file_cachep, fi);
+		return (struct aheadfs_file_info *)(old - AHEADFS_FILE_INFO);
+	}
+	return fi;
+}
+
 static int aheadfs_open(struct inode *inode, struct file *file)
 {
-	struct aheadfs_file_info *fi;
+	struct aheadfs_file_info *fi = NULL;
 	struct path lower_path;
 	struct file *lower;
 	unsigned int flags;
 	u64 t0 = aheadfs_op_begin();
 	int err;
 
-	fi = kmem_cache_zalloc(aheadfs_file_cachep, GFP_KERNEL);
-	if (!fi) {
-		err = -ENOMEM;
-		goto out;
+	/*
+	 * A directory's readdir state and an exec's denied writes need our
+	 * information from the start; a regular file's is made when needed.
+	 */
+	if (!S_ISREG(inode->i_mode) || (file->f_flags & __FMODE_EXEC)) {
+		fi = kmem_cache_zalloc(aheadfs_file_cachep, GFP_KERNEL);
+		if (!fi) {
+			err = -ENOMEM;
+			goto out;
+		}
 	}
 	/* Creation and truncation already happened through our inode ops. */
 	flags = file->f_flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
@@ -132,8 +168,13 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 		}
 		fi->denied_write = true;
 	}
-	fi->lower = lower;
-	file->private_data = fi;
+	if (fi) {
+		fi->lower = lower;
+		file->private_data = (void *)((unsigned long)fi |
+					      AHEADFS_FILE_INFO);
+	} else {
+		file->private_data = lower;
+	}
 	file->f_mode |= lower->f_mode & (FMODE_CAN_ODIRECT | FMODE_NOWAIT);
 
 	if (S_ISREG(inode->i_mode)) {
@@ -151,7 +192,8 @@ static int aheadfs_open(struct inode *inode, struct file *file)
 	goto out;
 
 out_free:
-	kmem_cache_free(aheadfs_file_cachep, fi);
+	if (fi)
+		kmem_cache_free(aheadfs_file_cachep, fi);
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_open, inode,
 		       file->f_path.dentry, t0, err);
@@ -161,15 +203,19 @@ out:
 static int aheadfs_release(struct inode *inode, struct file *file)
 {
 	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct file *lower = aheadfs_lower_file(file);
 	u64 t0 = aheadfs_op_begin();
 
-	if (S_ISREG(inode->i_mode))
-		aheadfs_prefetch_release(file);
-	aheadfs_dir_release(fi);
-	if (fi->denied_write)
-		allow_write_access(fi->lower);
-	fput(fi->lower);
-	kmem_cache_free(aheadfs_file_cachep, fi);
+	if (fi) {
+		if (S_ISREG(inode->i_mode))
+			aheadfs_prefetch_release(file);
+		else if (S_ISDIR(inode->i_mode))
+			aheadfs_dir_release(fi);
+		if (fi->denied_write)
+			allow_write_access(lower);
+		kmem_cache_free(aheadfs_file_cachep, fi);
+	}
+	fput(lower);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_release, inode,
 		       file->f_path.dentry, t0, 0);
 	return 0;
@@ -419,6 +465,8 @@ static int aheadfs_fadvise(struct file *file, loff_t offset, loff_t len,
 	int err;
 
 	err = vfs_fadvise(aheadfs_lower_file(file), offset, len, advice);
+	if (!err)
+		aheadfs_prefetch_advised(file, advice);
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_fadvise, inode,
 		       file->f_path.dentry, t0, err);
 	return err;

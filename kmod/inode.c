@@ -49,28 +49,37 @@ void aheadfs_set_nlink(struct inode *inode, unsigned int nlink)
  */
 void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 {
-	struct inode *lower = aheadfs_lower_inode(inode);
-	umode_t mode = READ_ONCE(lower->i_mode);
+	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
+	struct inode *lower = ai->lower;
+	umode_t lower_mode = READ_ONCE(lower->i_mode), mode = lower_mode;
 	unsigned int nlink;
 
-	WRITE_ONCE(AHEADFS_I(inode)->lower_mode, mode);
 	if (S_ISREG(mode) && aheadfs_lower_nosuid(inode->i_sb))
 		mode &= ~(S_ISUID | S_ISGID);
+	/*
+	 * Each field is stored only when it differs: every stat comes here,
+	 * and stats of an unchanged file from many CPUs must not bounce our
+	 * inode's cachelines between them.
+	 */
+	if (READ_ONCE(ai->lower_mode) != lower_mode)
+		WRITE_ONCE(ai->lower_mode, lower_mode);
 	if (inode->i_mode != mode || !uid_eq(inode->i_uid, lower->i_uid) ||
-	    !gid_eq(inode->i_gid, lower->i_gid))
+	    !gid_eq(inode->i_gid, lower->i_gid)) {
 		aheadfs_perm_forget(inode);
-	inode->i_mode = mode;
-	inode->i_uid = lower->i_uid;
-	inode->i_gid = lower->i_gid;
-	inode->i_rdev = lower->i_rdev;
-	inode->i_blkbits = lower->i_blkbits;
-	fsstack_copy_attr_times(inode, lower);
+		inode->i_mode = mode;
+		inode->i_uid = lower->i_uid;
+		inode->i_gid = lower->i_gid;
+	}
+	if (!aheadfs_same_times(inode, lower))
+		fsstack_copy_attr_times(inode, lower);
 	nlink = READ_ONCE(lower->i_nlink);
 	if (READ_ONCE(inode->i_nlink) != nlink)
 		aheadfs_set_nlink(inode, nlink);
-	aheadfs_copy_i_flags(inode);
-	fsstack_copy_inode_size(inode, lower);
-	WRITE_ONCE(AHEADFS_I(inode)->attr_time, when);
+	if (aheadfs_i_flags_stale(inode, lower))
+		aheadfs_copy_i_flags(inode);
+	aheadfs_copy_size(inode, lower);
+	if (READ_ONCE(ai->attr_time) != when)
+		WRITE_ONCE(ai->attr_time, when);
 }
 
 /* Refreshed from the lower, whose attributes are true now. */
@@ -142,6 +151,9 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
 
 	inode->i_ino = lower->i_ino;
 	inode->i_generation = lower->i_generation;
+	/* Neither changes in an inode's life. */
+	inode->i_rdev = lower->i_rdev;
+	inode->i_blkbits = lower->i_blkbits;
 	inode->i_mapping->a_ops = &aheadfs_aops;
 	/* The lower owns its ACLs; a copy cached here would go stale. */
 	inode->i_acl = ACL_DONT_CACHE;
@@ -194,18 +206,21 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	/* RCU walk can meet an inode whose eviction has dropped its lower. */
 	if (unlikely(!lower))
 		return (mask & MAY_NOT_BLOCK) ? -ECHILD : -ESTALE;
-	if ((mask & MAY_WRITE) && __mnt_is_readonly(sbi->lower.mnt) &&
-	    (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode) ||
-	     S_ISLNK(inode->i_mode))) {
-		err = -EROFS;
-		goto out;
-	}
-	/* A device node's open, on a lower mounted (or remounted) nodev. */
-	if ((mask & MAY_OPEN) &&
-	    (S_ISCHR(inode->i_mode) || S_ISBLK(inode->i_mode)) &&
-	    aheadfs_lower_nodev(inode->i_sb)) {
-		err = -EACCES;
-		goto out;
+	/* Not for a walk's MAY_EXEC, which is most of the calls. */
+	if (unlikely(mask & (MAY_WRITE | MAY_OPEN))) {
+		if ((mask & MAY_WRITE) && __mnt_is_readonly(sbi->lower.mnt) &&
+		    (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode) ||
+		     S_ISLNK(inode->i_mode))) {
+			err = -EROFS;
+			goto out;
+		}
+		/* A device node's open, on a lower mounted (or remounted) nodev. */
+		if ((mask & MAY_OPEN) &&
+		    (S_ISCHR(inode->i_mode) || S_ISBLK(inode->i_mode)) &&
+		    aheadfs_lower_nodev(inode->i_sb)) {
+			err = -EACCES;
+			goto out;
+		}
 	}
 	/*
 	 * Grants are kept only for lowers that decide with a ->permission of
@@ -245,7 +260,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 	int err = 0;
 
 	/* Opt-in attribute cache: for lowers where each getattr is a round trip. */
-	if (!(query_flags & AT_STATX_FORCE_SYNC) &&
+	if (READ_ONCE(sbi->attr_timeout_ms) &&
+	    !(query_flags & AT_STATX_FORCE_SYNC) &&
 	    (!(request_mask & STATX_BTIME) ||
 	     test_bit(AHEADFS_I_BTIME, &AHEADFS_I(inode)->flags)) &&
 	    aheadfs_attr_stat_cached(inode)) {
@@ -298,7 +314,8 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 			set_bit(AHEADFS_I_WRITTEN, &AHEADFS_I(inode)->flags);
 		goto out;
 	}
-	aheadfs_copy_attr(inode);
+	/* True in the lower since before the call: stamped as of then. */
+	aheadfs_copy_attr_at(inode, asked);
 	if (READ_ONCE(sbi->attr_timeout_ms))
 		aheadfs_stat_stamp(inode, stat, asked);
 out:

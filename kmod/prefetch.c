@@ -18,6 +18,7 @@
 #include <linux/xarray.h>
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
+#include <linux/fadvise.h>
 #include "aheadfs.h"
 #include "window.h"
 #include "trace.h"
@@ -60,17 +61,46 @@ static void pf_work_fn(struct work_struct *work);
 static void lower_readahead(struct file *file, bool ours)
 {
 	struct aheadfs_file_info *fi = AHEADFS_F(file);
-	struct file *lower = fi->lower;
+	struct file *lower = aheadfs_lower_file(file);
 	bool random = READ_ONCE(lower->f_mode) & FMODE_RANDOM;
 
-	if (ours == random || (!ours && !fi->set_random))
+	/*
+	 * A file without its information stands for set_random: a lower
+	 * FMODE_RANDOM that a caller's fadvise set makes the information
+	 * and says so (aheadfs_prefetch_advised()).
+	 */
+	if (ours == random || (!ours && fi && !fi->set_random))
 		return;
 	spin_lock(&lower->f_lock);
 	if (ours)
 		lower->f_mode |= FMODE_RANDOM;
 	else
 		lower->f_mode &= ~FMODE_RANDOM;
-	fi->set_random = ours;
+	if (fi)
+		fi->set_random = ours;
+	spin_unlock(&lower->f_lock);
+}
+
+/*
+ * The caller's fadvise(2) of @advice reached the lower file: a
+ * POSIX_FADV_RANDOM is the caller's own FMODE_RANDOM there, which a change
+ * of mode to `kernel` must leave.  Without memory for the file's
+ * information, such a change clears it, as if aheadfs had set it.
+ */
+void aheadfs_prefetch_advised(struct file *file, int advice)
+{
+	struct aheadfs_file_info *fi;
+	struct file *lower;
+
+	if (advice != POSIX_FADV_RANDOM || !S_ISREG(file_inode(file)->i_mode))
+		return;
+	fi = aheadfs_file_info(file, GFP_KERNEL_ACCOUNT);
+	if (!fi)
+		return;
+	lower = fi->lower;
+	spin_lock(&lower->f_lock);
+	if (lower->f_mode & FMODE_RANDOM)
+		fi->set_random = false;
 	spin_unlock(&lower->f_lock);
 }
 
@@ -86,12 +116,14 @@ void aheadfs_prefetch_open(struct file *file)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
 	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct file *lower = aheadfs_lower_file(file);
 
 	if (READ_ONCE(sbi->prefetch_mode) == AHEADFS_PF_KERNEL ||
-	    (fi->lower->f_mode & FMODE_RANDOM))
+	    (lower->f_mode & FMODE_RANDOM))
 		return;
-	fi->lower->f_mode |= FMODE_RANDOM;
-	fi->set_random = true;
+	lower->f_mode |= FMODE_RANDOM;
+	if (fi)
+		fi->set_random = true;
 }
 
 /*
@@ -101,14 +133,17 @@ void aheadfs_prefetch_open(struct file *file)
  */
 static struct aheadfs_pf_state *pf_get(struct file *file, bool nowait)
 {
-	struct aheadfs_file_info *fi = AHEADFS_F(file);
-	struct aheadfs_pf_state *pf = READ_ONCE(fi->pf), *old;
+	/* Charged to the reader's memory cgroup, as the open file is. */
+	gfp_t gfp = nowait ? GFP_NOWAIT | __GFP_ACCOUNT : GFP_KERNEL_ACCOUNT;
+	struct aheadfs_file_info *fi = aheadfs_file_info(file, gfp);
+	struct aheadfs_pf_state *pf, *old;
 
+	if (!fi)
+		return NULL;
+	pf = READ_ONCE(fi->pf);
 	if (pf)
 		return pf;
-	/* Charged to the reader's memory cgroup, as the open file is. */
-	pf = kzalloc(sizeof(*pf), nowait ? GFP_NOWAIT | __GFP_ACCOUNT :
-					  GFP_KERNEL_ACCOUNT);
+	pf = kzalloc(sizeof(*pf), gfp);
 	if (!pf)
 		return NULL;
 	spin_lock_init(&pf->lock);
@@ -145,7 +180,8 @@ static void window_gauge(struct aheadfs_sb_info *sbi, s64 delta)
 void aheadfs_prefetch_release(struct file *file)
 {
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(file_inode(file)->i_sb);
-	struct aheadfs_pf_state *pf = AHEADFS_F(file)->pf;
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_pf_state *pf = fi ? fi->pf : NULL;
 	u64 wasted;
 	s64 delta;
 
@@ -164,7 +200,7 @@ void aheadfs_prefetch_release(struct file *file)
 	wasted = aheadfs_window_drop(&pf->w, &delta);
 	aheadfs_stat_add(sbi, AHEADFS_STAT_prefetch_wasted_bytes, wasted);
 	window_gauge(sbi, delta);
-	AHEADFS_F(file)->pf = NULL;
+	fi->pf = NULL;
 	mem_cgroup_put(pf->memcg);
 	kfree(pf);
 }
@@ -553,7 +589,8 @@ void aheadfs_prefetch_done(struct file *file,
 			   const struct aheadfs_pf_ticket *tk,
 			   const struct aheadfs_presence *pr, u64 wait_ns)
 {
-	struct aheadfs_pf_state *pf = READ_ONCE(AHEADFS_F(file)->pf);
+	struct aheadfs_file_info *fi = AHEADFS_F(file);
+	struct aheadfs_pf_state *pf = fi ? READ_ONCE(fi->pf) : NULL;
 	u64 t1;
 
 	if (!pf || !tk || !tk->t0 || !(pr->absent || pr->inflight))

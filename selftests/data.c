@@ -633,12 +633,13 @@ static long long slab_charge(const char *name)
 
 /*
  * How much slab memory cgroup @cg was charged while a child in it opened
- * @path @opens times (and kept the files open): the child joins,
- * the parent reads the cgroup's slab, the child opens, the parent reads it
- * again; pipes order the steps.  -1 if a step failed.
+ * @path @opens times (and kept the files open), reading a byte of each
+ * if @read: the child joins, the parent reads the cgroup's slab, the
+ * child opens, the parent reads it again; pipes order the steps.  -1 if a
+ * step failed.
  */
 static long long charged_for_opens(const char *cg, const char *path,
-				   long opens)
+				   long opens, bool read_one)
 {
 	int go[2], done[2], status;
 	long i;
@@ -666,9 +667,14 @@ static long long charged_for_opens(const char *cg, const char *path,
 			_exit(3);
 		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(4);
-		for (i = 0; i < opens; i++)
-			if (open(path, O_RDONLY) < 0)
+		for (i = 0; i < opens; i++) {
+			int fd = open(path, O_RDONLY);
+
+			if (fd < 0)
 				_exit(5);
+			if (read_one && pread(fd, &c, 1, 0) != 1)
+				_exit(7);
+		}
 		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(6);
 		_exit(0);
@@ -694,14 +700,16 @@ static long long charged_for_opens(const char *cg, const char *path,
 /*
  * An open file through aheadfs is charged to its opener's memory cgroup,
  * as the kernel's own struct file is: opening a file through aheadfs
- * costs the cgroup our struct file, the lower's, and aheadfs's file
- * information (the aheadfs_file_info slab), each file held open; the same
- * opens on the lower directly cost it one struct file each.
+ * costs the cgroup our struct file and the lower's, each file held open
+ * (the same opens on the lower directly cost it one struct file each),
+ * and nothing of aheadfs's own; a read through the window then makes the
+ * file's information (the aheadfs_file_info slab) and its prefetch
+ * streams, charged to the reader's.
  */
-TEST_F_TIMEOUT(data, open_files_charged_to_memcg, 120)
+TEST_F_TIMEOUT(data, open_files_charged_to_memcg, 180)
 {
 	char cgroot[PATH_MAX], cg[PATH_MAX];
-	long long filp, info, direct, through;
+	long long filp, info, direct, through, read;
 	long n = charge_opens();
 
 	filp = slab_charge("filp");
@@ -714,16 +722,22 @@ TEST_F_TIMEOUT(data, open_files_charged_to_memcg, 120)
 	ASSERT_EQ(0, mkdir(cgroot, 0755));
 	ASSERT_EQ(0, ahfs_run("mount -t cgroup2 none '%s' && echo +memory >'%s/cgroup.subtree_control' && mkdir '%s'",
 			      cgroot, cgroot, cg));
-	direct = charged_for_opens(cg, self->l, n);
-	through = charged_for_opens(cg, self->m, n);
+	direct = charged_for_opens(cg, self->l, n, false);
+	through = charged_for_opens(cg, self->m, n, false);
+	/* A sixteenth as many: each read makes streams of some KiB too. */
+	read = charged_for_opens(cg, self->m, n / 16, true);
 	ahfs_run("rmdir '%s'; umount '%s'", cg, cgroot);
-	TH_LOG("%ld opens, slab charged per open: %lld bytes on the lower, %lld through aheadfs (struct file %lld, aheadfs_file_info %lld)",
-	       n, direct / n, through / n, filp, info);
+	TH_LOG("%ld opens, slab charged per open: %lld bytes on the lower, %lld through aheadfs, %lld through aheadfs with a read (struct file %lld, aheadfs_file_info %lld)",
+	       n, direct / n, through / n, read / (n / 16), filp, info);
 	ASSERT_LE(0, direct);
 	ASSERT_LE(0, through);
+	ASSERT_LE(0, read);
 	EXPECT_LE(n * filp * 8 / 10, direct);
-	/* Our struct file, and at least half of aheadfs_file_info's share. */
-	EXPECT_LE(n * (filp + info / 2), through - direct);
+	/* Our struct file, and no aheadfs_file_info. */
+	EXPECT_LE(n * filp * 8 / 10, through - direct);
+	EXPECT_GT(n * (filp + info / 2), through - direct);
+	/* A read made it (and the streams), at the reader's charge. */
+	EXPECT_LE(n / 16 * info, read - through / 16);
 }
 
 TEST_HARNESS_MAIN

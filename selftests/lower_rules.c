@@ -4583,6 +4583,44 @@ TEST_F(reflink, clone_across_mounts)
 }
 
 /*
+ * A caller's POSIX_FADV_RANDOM through the mount is the caller's own: a
+ * switch of the mount to prefetch=kernel, which gives the lower file back
+ * the readahead aheadfs took from it at open, leaves it (the fadvise made
+ * the file's information, which says whose it is).  A file opened beside
+ * it without the advice reads ahead again in kernel mode.
+ */
+TEST_F_TIMEOUT(nowait, caller_random_survives_kernel_mode, 60)
+{
+	static unsigned char buf[4096];
+	char l[PATH_MAX], m[PATH_MAX];
+	int lfd, plain, advised;
+
+	ASSERT_EQ(0, ahfs_make_file(at(l, self->x.fs.lower, "adv"), COLD_SIZE));
+	lfd = open(l, O_RDONLY);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, fsync(lfd));
+	plain = open(at(m, self->x.fs.mnt, "adv"), O_RDONLY);
+	ASSERT_LE(0, plain);
+	advised = open(m, O_RDONLY);
+	ASSERT_LE(0, advised);
+	ASSERT_EQ(0, posix_fadvise(advised, 0, 0, POSIX_FADV_RANDOM));
+	ASSERT_EQ(0, ahfs_set(&self->x.fs, "prefetch", "kernel"));
+
+	ASSERT_EQ(0, make_cold(lfd));
+	ASSERT_EQ(sizeof(buf), pread(advised, buf, sizeof(buf), 0));
+	EXPECT_EQ(1, resident(lfd, COLD_SIZE));
+	ASSERT_EQ(0, make_cold(lfd));
+	ASSERT_EQ(sizeof(buf), pread(plain, buf, sizeof(buf), 0));
+	EXPECT_LT(1, resident(lfd, COLD_SIZE));
+	EXPECT_EQ(0, ahfs_check_pattern(buf, sizeof(buf), 0));
+
+	EXPECT_EQ(0, ahfs_set(&self->x.fs, "prefetch", "ahead"));
+	close(advised);
+	close(plain);
+	close(lfd);
+}
+
+/*
  * io_uring's first, inline attempt at a read is IOCB_NOWAIT without
  * IOCB_NOIO, on both kernels.  A read of data in the page cache completes
  * in it, and the window it plans beyond (the bytes after it, not cached)

@@ -467,6 +467,9 @@ expect "bench/meta.sh: a BENCH_META_TIMEOUT_MS of 0 is refused" 2 \
 expect "bench/meta.sh: a BENCH_META_TIMEOUT_MS that is no number is refused" 2 \
 	"BENCH_META_TIMEOUT_MS must be a number of ms > 0" \
 	env BENCH_META_TIMEOUT_MS=30s bash "$top/bench/meta.sh"
+expect "bench/meta.sh: an unknown BENCH_META_WALK is refused" 2 \
+	"BENCH_META_WALK must be relative or absolute, not 'sideways'" \
+	env BENCH_META_WALK=sideways bash "$top/bench/meta.sh"
 expect "bench/copy.sh: an unknown BENCH_CLOCK is refused" 2 \
 	"BENCH_CLOCK must be wall or icount, not 'cycles'" \
 	env BENCH_CLOCK=cycles bash "$top/bench/copy.sh"
