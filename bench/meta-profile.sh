@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/meta-profile.sh: where an aheadfs metadata operation's instructions
-# go (Documentation/metadata.rst, "Where the gap is").  Run in a guest:
+# go (Documentation/metadata.rst, "Where aheadfs's own cost is").  Run in a guest:
 #
 #   scripts/vm-run --kernel 6.12 --memory 3G --tcg-single --cpus 1 \
 #       --qemu-opts '-icount shift=0,sleep=off' -- bench/meta-profile.sh
@@ -24,7 +24,9 @@
 # from) that, and "rest" without an aheadfs frame.  Writes a table to
 # stdout and build/bench/meta-profile-<release>.txt (with PROFILE_KEEP=1,
 # each run's `perf script` too).  $PROFILE_OPS and $PROFILE_LAYERS choose
-# the ops and layers.
+# the ops and layers.  Names are walked from the op's directory (RCU mode,
+# as from a local root filesystem); MOPS_WALK=absolute walks them from "/",
+# which in a guest whose root is 9p is ref-walk from the first name.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
