@@ -19,14 +19,21 @@
 # cpu-clock -c $PROFILE_PERIOD -g` (default 20000: a sample every 20,000
 # instructions), for the layers in $PROFILE_RECORD (default aheadfs), and
 # the run's samples are split by call chain, from the root: a
-# sample is "own" once a frame of aheadfs.ko is on the chain, "lower" when
-# a frame of the lower's VFS entry points or of xfs follows (is called
-# from) that, and "rest" without an aheadfs frame.  Writes a table to
+# sample is "own" once a frame of the layer's module (aheadfs.ko,
+# overlay.ko; xfs.ko for the lower) is on the chain, "lower" when a frame of
+# the lower's VFS entry points or of xfs follows (is called from) that, and
+# "rest" without such a frame; "self" counts the samples whose innermost
+# frame is the module's own code (its functions' own instructions, what
+# they call not included).  PROFILE_RECORD="aheadfs overlay" profiles both
+# stacking layers, for the same split of overlayfs.  Writes a table to
 # stdout and build/bench/meta-profile-<release>.txt (with PROFILE_KEEP=1,
 # each run's `perf script` too).  $PROFILE_OPS and $PROFILE_LAYERS choose
 # the ops and layers.  Names are walked from the op's directory (RCU mode,
 # as from a local root filesystem); MOPS_WALK=absolute walks them from "/",
 # which in a guest whose root is 9p is ref-walk from the first name.
+# PROFILE_MARKS=FILE (scripts/insn-profile, with QEMU's insncount plugin):
+# each timed loop is marked for the plugin and named in FILE ("op layer
+# operations"), and the guest's /proc/kallsyms is copied to FILE.kallsyms.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +64,7 @@ cat >"$work/mops.c" <<'CEOF'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +73,28 @@ static void die(const char *what, const char *p)
 {
 	fprintf(stderr, "mops: %s %s: %s\n", what, p, strerror(errno));
 	exit(1);
+}
+
+/*
+ * MOPS_MARK=1: call a "ret" at the address QEMU's insncount plugin
+ * watches (bench/insncount.c) just before and after the timed loop, so
+ * that the plugin's phase between the two is the loop's instructions.
+ */
+#define MARK_ADDR ((void *)0x5a5a5a5a0000UL)
+static void (*mark)(void);
+
+static void mark_setup(void)
+{
+	unsigned char *page;
+
+	if (!getenv("MOPS_MARK") || strcmp(getenv("MOPS_MARK"), "1"))
+		return;
+	page = mmap(MARK_ADDR, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (page != MARK_ADDR)
+		die("mmap", "marker page");
+	page[0] = 0xc3;			/* ret */
+	mark = (void (*)(void))page;
 }
 
 int main(int argc, char **argv)
@@ -88,6 +118,9 @@ int main(int argc, char **argv)
 
 	if (!abs && chdir(dir))
 		die("chdir", dir);
+	mark_setup();
+	if (mark)
+		mark();
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (k = 0; k < passes; k++) {
 		for (i = 0; i < n; i++) {
@@ -124,7 +157,12 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	printf("%.0f\n", done / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9));
+	if (mark)
+		mark();
+	printf("%.0f", done / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9));
+	if (mark)
+		printf(" %ld", done);
+	printf("\n");
 	return 0;
 }
 CEOF
@@ -136,17 +174,22 @@ import re, sys
 LOWER = re.compile(r'^(xfs_|vfs_|dentry_open$|lookup_one|lookup_noperm|'
                    r'inode_permission$|notify_change$|iterate_dir$|'
                    r'try_lookup_one|__lookup_one|kernel_read$|kernel_write$)')
-# aheadfs.ko's functions (perf names a module's from kallsyms, with
-# [kernel.kallsyms] for their dso): those in module space by that name.
-OURS = set(l.split()[-1] for l in open(sys.argv[1]) if len(l.split()) == 3
+# The stacking module's functions (aheadfs or overlay; perf names a
+# module's from kallsyms, with [kernel.kallsyms] for their dso): its text
+# symbols in /proc/kallsyms.
+MOD = '[' + sys.argv[1] + ']'
+OURS = set(l.split()[2] for l in open('/proc/kallsyms')
+           if len(l.split()) == 4 and l.split()[3] == MOD
            and l.split()[1] in 'tT')
+if not OURS:
+    sys.exit('split.py: no text symbols of %s in /proc/kallsyms (built in?)' % MOD)
 def ours(sym, ip):
     return sym in OURS and int(ip, 16) >= 0xffffffffc0000000
-own = lower = rest = 0
+own = lower = rest = self = 0
 ownsym = {}
 frames = []
 def flush():
-    global own, lower, rest
+    global own, lower, rest, self
     if not frames:
         return
     state = 'rest'
@@ -158,6 +201,8 @@ def flush():
         elif state == 'own' and not ours(sym, ip) and LOWER.match(sym):
             state = 'lower'
             break
+    if ours(*frames[0]):
+        self += 1
     if state == 'own':
         own += 1
         # Which of our functions, or what they call: the innermost ours.
@@ -184,13 +229,13 @@ for line in sys.stdin:
         frames.append((m.group(2), m.group(1)))
 flush()
 tot = own + lower + rest
-print('%d %.1f %.1f' % (tot, 100.0 * own / max(tot, 1), 100.0 * lower / max(tot, 1)))
+print('%d %.1f %.1f %.1f' % (tot, 100.0 * own / max(tot, 1), 100.0 * self / max(tot, 1),
+                           100.0 * lower / max(tot, 1)))
 for k, v in sorted(ownsym.items(), key=lambda x: -x[1])[:12]:
     print('  %5.2f%% %s' % (100.0 * v / max(tot, 1), k))
 PEOF
 
 lsmod | grep -qw aheadfs || insmod "$ko"
-nm --defined-only "$ko" >"$work/syms"
 # Sample as often as asked, however long the handler takes.
 echo 200000 >/proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || true
 echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
@@ -229,17 +274,25 @@ run_passes() {
 	esac
 }
 
+[ -z "${PROFILE_MARKS:-}" ] || : >"$PROFILE_MARKS"
 report=$out/meta-profile-$rel.txt
 : >"$report"
 : >"$work/detail.txt"
-printf '%-10s %-8s %9s %7s %7s %7s\n' op layer ops_s own lowervfs samples | tee -a "$report"
+printf '%-10s %-8s %9s %7s %7s %7s %7s\n' op layer ops_s own self lowervfs samples | tee -a "$report"
 for op in $ops; do
 	declare -A rate=()
 	for layer in $layers; do
 		base=$(dir_of "$layer")
 		prep "$base/t.$op" "$op"
-		rate[$layer]=$("$work/mops" "$op" "$base/t.$op" "$files" "$(run_passes "$op")")
-		split="- - -"
+		if [ -n "${PROFILE_MARKS:-}" ]; then
+			# The insncount plugin's phase: this loop's instructions.
+			read -r r n < <(MOPS_MARK=1 "$work/mops" "$op" "$base/t.$op" "$files" "$(run_passes "$op")")
+			rate[$layer]=$r
+			echo "$op $layer $n" >>"$PROFILE_MARKS"
+		else
+			rate[$layer]=$("$work/mops" "$op" "$base/t.$op" "$files" "$(run_passes "$op")")
+		fi
+		split="- - - -"
 		if [[ " ${PROFILE_RECORD:-aheadfs} " == *" $layer "* ]]; then
 			prep "$base/p.$op" "$op"
 			perf record -q -e cpu-clock -c "$period" -g -o "$work/perf.data" -- \
@@ -247,16 +300,18 @@ for op in $ops; do
 				{ cat "$work/perf.err" >&2; die "perf record"; }
 			perf script -i "$work/perf.data" -F comm,ip,sym,dso 2>/dev/null \
 				>"$work/script.txt"
-			python3 "$work/split.py" "$work/syms" <"$work/script.txt" >"$work/split.txt"
+			mod=$layer
+			[ "$layer" != lower ] || mod=xfs
+			python3 "$work/split.py" "$mod" <"$work/script.txt" >"$work/split.txt"
 			[ -z "${PROFILE_KEEP:-}" ] || cp "$work/script.txt" "$out/meta-profile-$rel-$op-$layer.script"
-			read -r samples ownp lowp <"$work/split.txt"
-			split="$ownp% $lowp% $samples"
-			{ echo "# $op, $layer: aheadfs's own, by innermost aheadfs function > leaf"
+			read -r samples ownp selfp lowp <"$work/split.txt"
+			split="$ownp% $selfp% $lowp% $samples"
+			{ echo "# $op, $layer: $mod's own, by innermost $mod function > leaf"
 			  tail -n +2 "$work/split.txt"; } >>"$work/detail.txt"
 			rm -rf "$base/p.$op"
 		fi
 		rm -rf "$base/t.$op"
-		printf '%-10s %-8s %9s %7s %7s %7s\n' "$op" "$layer" "${rate[$layer]}" $split | tee -a "$report"
+		printf '%-10s %-8s %9s %7s %7s %7s %7s\n' "$op" "$layer" "${rate[$layer]}" $split | tee -a "$report"
 	done
 	if [ -n "${rate[overlay]:-}" ] && [ -n "${rate[aheadfs]:-}" ] && [ -n "${rate[lower]:-}" ]; then
 		awk -v o="$op" -v l="${rate[lower]}" -v a="${rate[aheadfs]}" -v v="${rate[overlay]}" \
@@ -266,3 +321,5 @@ for op in $ops; do
 	unset rate
 done
 tee -a "$report" <"$work/detail.txt"
+# The symbols the insncount plugin's block addresses are mapped to.
+[ -z "${PROFILE_MARKS:-}" ] || cat /proc/kallsyms >"$PROFILE_MARKS.kallsyms"

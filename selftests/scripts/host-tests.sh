@@ -590,5 +590,30 @@ expect "make demo: an unknown DEMO_CLOCK is refused before anything is built" 2 
 	"DEMO_CLOCK must be icount or wall, not 'fast'" \
 	make -s --no-print-directory -C "$top" demo DEMO_CLOCK=fast
 
+# scripts/insn-profile and its QEMU plugin (bench/insncount.c).
+expect "insn-profile: no --kernel is refused" 2 "usage:" "$top/scripts/insn-profile"
+expect "insn-profile: a tag with a slash is refused" 2 \
+	"--tag: letters, digits, . _ - only" "$top/scripts/insn-profile" --kernel 6.12 --tag a/b
+expect "insn-profile: an argument that is no VAR=VALUE is refused" 2 \
+	"not VAR=VALUE: lower=1" "$top/scripts/insn-profile" --kernel 6.12 PROFILE_OPS=stat lower=1
+expect "insn-profile: a kernel that is not installed is refused" 2 \
+	"no installed kernel 5.4" "$top/scripts/insn-profile" --kernel 5.4
+if so=$("$top/scripts/qemu-plugin-build" 2>"$tmp/plugin.err"); then
+	pass "qemu-plugin-build: the insncount plugin builds"
+	expect "insncount: an unknown plugin argument stops QEMU" 1 \
+		"insncount: unknown argument bogus=1" \
+		qemu-system-x86_64 -M none -accel tcg -display none -nodefaults \
+		-plugin "$so,out=$tmp/p.out,bogus=1"
+	expect "insncount: a plugin without out= stops QEMU" 1 \
+		"insncount: out=FILE is required" \
+		qemu-system-x86_64 -M none -accel tcg -display none -nodefaults -plugin "$so"
+	expect "insncount: an out= it cannot create stops QEMU" 1 \
+		"$tmp/none/p.out" \
+		qemu-system-x86_64 -M none -accel tcg -display none -nodefaults \
+		-plugin "$so,out=$tmp/none/p.out"
+else
+	fail "qemu-plugin-build: the insncount plugin builds" "$(cat "$tmp/plugin.err")"
+fi
+
 echo "1..$n"
 exit $failed
