@@ -194,7 +194,7 @@ static inline bool positive_acquire(const struct dentry *dentry)
 	return (flags & DCACHE_ENTRY_TYPE) != DCACHE_MISS_TYPE;
 }
 
-static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+static noinline int revalidate_slow(struct dentry *dentry, unsigned int flags)
 {
 	struct aheadfs_dentry_info *di = READ_ONCE(dentry->d_fsdata);
 	struct super_block *sb = dentry->d_sb;
@@ -289,6 +289,36 @@ out:
 			dput(lower);
 	}
 	return ret;
+}
+
+/*
+ * Most revalidations are an RCU walk over a tree that did not change: both
+ * d_seq are what they were at the last match (lower_matches_at()), the
+ * lower has no d_revalidate of its own and our inode's flags are the
+ * lower's.  That case is answered here, with nothing to save and restore;
+ * everything else, and the same case's counterpart in ref-walk, is
+ * revalidate_slow()'s, which gives the same verdict for it.
+ */
+static int aheadfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct aheadfs_dentry_info *di = READ_ONCE(dentry->d_fsdata);
+	struct inode *inode, *lower_inode;
+	struct dentry *lower;
+
+	if (!(flags & LOOKUP_RCU) || !di || IS_ROOT(dentry))
+		return revalidate_slow(dentry, flags);
+	lower = READ_ONCE(di->lower.dentry);
+	if (raw_read_seqcount(&dentry->d_seq) != READ_ONCE(di->seq) ||
+	    raw_read_seqcount(&lower->d_seq) != READ_ONCE(di->lower_seq) ||
+	    (READ_ONCE(lower->d_flags) & DCACHE_OP_REVALIDATE))
+		return revalidate_slow(dentry, flags);
+	inode = d_inode_rcu(dentry);
+	if (inode) {
+		lower_inode = READ_ONCE(AHEADFS_I(inode)->lower);
+		if (!lower_inode || aheadfs_i_flags_stale(inode, lower_inode))
+			return -ECHILD;
+	}
+	return 1;
 }
 
 const struct dentry_operations aheadfs_dops = {

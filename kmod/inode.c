@@ -47,7 +47,8 @@ void aheadfs_set_nlink(struct inode *inode, unsigned int nlink)
  * exec reads, so that running it through aheadfs gains nothing that running
  * it directly would not; getattr still reports the lower's mode.
  */
-void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
+static __always_inline void copy_attr_at(struct inode *inode,
+					 unsigned long when)
 {
 	struct aheadfs_inode_info *ai = AHEADFS_I(inode);
 	struct inode *lower = ai->lower;
@@ -80,6 +81,12 @@ void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
 	aheadfs_copy_size(inode, lower);
 	if (READ_ONCE(ai->attr_time) != when)
 		WRITE_ONCE(ai->attr_time, when);
+}
+
+/* Out of line for the other callers; getattr, on every stat, has its own. */
+void aheadfs_copy_attr_at(struct inode *inode, unsigned long when)
+{
+	copy_attr_at(inode, when);
 }
 
 /* Refreshed from the lower, whose attributes are true now. */
@@ -193,8 +200,7 @@ struct inode *aheadfs_iget(struct super_block *sb, struct inode *lower)
  * that mount, and so is a device open on a nodev lower mount:
  * inode_permission() does not look at mounts.
  */
-static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
-			      int mask)
+static noinline int permission_slow(struct inode *inode, int mask)
 {
 	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
 	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
@@ -242,6 +248,30 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 out:
 	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode,
 		       NULL, t0, err);
+	return err;
+}
+
+/*
+ * A walk's MAY_EXEC, an open's MAY_READ and most other checks: a lower
+ * inode, no write to refuse on a read-only lower mount and no device to
+ * refuse on a nodev one, no grant to look up or keep, no tracepoint on.
+ * The rest is permission_slow()'s.
+ */
+static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
+			      int mask)
+{
+	struct inode *lower = READ_ONCE(AHEADFS_I(inode)->lower);
+	struct aheadfs_sb_info *sbi = AHEADFS_SB(inode->i_sb);
+	int err;
+
+	if (unlikely(!lower || (mask & MAY_WRITE) ||
+		     ((mask & MAY_OPEN) &&
+		      (S_ISCHR(inode->i_mode) || S_ISBLK(inode->i_mode))) ||
+		     tracepoint_enabled(aheadfs_meta)) ||
+	    (lower->i_op->permission && READ_ONCE(sbi->attr_timeout_ms)))
+		return permission_slow(inode, mask);
+	err = inode_permission(aheadfs_sb_idmap(inode->i_sb), lower, mask);
+	this_cpu_inc(sbi->stats->ops[AHEADFS_OP_permission]);
 	return err;
 }
 
@@ -315,7 +345,7 @@ static int aheadfs_getattr(aheadfs_idmap_t *idmap, const struct path *path,
 		goto out;
 	}
 	/* True in the lower since before the call: stamped as of then. */
-	aheadfs_copy_attr_at(inode, asked);
+	copy_attr_at(inode, asked);
 	if (READ_ONCE(sbi->attr_timeout_ms))
 		aheadfs_stat_stamp(inode, stat, asked);
 out:

@@ -376,7 +376,8 @@ TEST_F(ns, lower_changes_revalidate)
  * revalidation goes by the d_seq of our dentry and of the lower one at
  * their last match (dentry.c), as every walk does on a storage node.
  * op_revalidate counts the verdicts given in ref mode: over an unchanged
- * tree there must be none.
+ * tree there must be none.  A flag the lower's file gains (append-only,
+ * which the VFS checks on our inode at open) is seen by such a walk too.
  */
 static int at_ino(int dfd, const char *rel, ino_t *ino)
 {
@@ -393,7 +394,7 @@ TEST_F(ns, rcu_walk_sees_lower_changes)
 	char m[PATH_MAX], l[PATH_MAX], l2[PATH_MAX];
 	long long r0, f0;
 	ino_t a = 0, b = 0, x = 0;
-	int dfd, i;
+	int dfd, fd, wfd, err, fl, i;
 
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "d"), 0755));
 	ASSERT_EQ(0, mkdir(ahfs_m(&self->fs, m, "e"), 0755));
@@ -453,6 +454,33 @@ TEST_F(ns, rcu_walk_sees_lower_changes)
 	EXPECT_EQ(-ENOENT, at_ino(dfd, "d/late", &x));
 	ASSERT_EQ(0, at_ino(dfd, "d2/late", &x));
 	EXPECT_EQ(ino(ahfs_l(&self->fs, l, "d2/late")), x);
+
+	/*
+	 * Made append-only on the lower directly: an open for writing
+	 * without O_APPEND, which the VFS refuses on our inode's flags, is
+	 * refused through the mount as on the lower, the name walked in RCU
+	 * mode; with O_APPEND it opens on both sides.
+	 */
+	fd = open(ahfs_l(&self->fs, l, "d2/late"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &fl));
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &(int){ fl | FS_APPEND_FL }));
+	wfd = openat(dfd, "d2/late", O_WRONLY);
+	err = wfd < 0 ? errno : 0;
+	EXPECT_EQ(EPERM, err);
+	if (wfd >= 0)
+		close(wfd);
+	EXPECT_EQ(-1, open(l, O_WRONLY));
+	wfd = openat(dfd, "d2/late", O_WRONLY | O_APPEND);
+	EXPECT_LE(0, wfd);
+	if (wfd >= 0)
+		close(wfd);
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &fl));
+	close(fd);
+	wfd = openat(dfd, "d2/late", O_WRONLY);
+	EXPECT_LE(0, wfd);
+	if (wfd >= 0)
+		close(wfd);
 
 	/* Unchanged again: RCU mode again. */
 	ASSERT_EQ(0, at_ino(dfd, "d2/late", &x));
