@@ -806,9 +806,9 @@ else:
     allr, alll, allq = [], [], []
     for p in sorted(glob.glob(os.path.join(out, "meta-*.json"))):
         d = json.load(open(p))
-        allr += d["results"]
-        alll += d["listings"]
-        allq += d["ratios"]
+        allr += d.get("results", [])
+        alll += d.get("listings", [])
+        allq += d.get("ratios", [])
     json.dump({"results": allr, "listings": alll, "ratios": allq},
               open(os.path.join(out, "meta.json"), "w"), indent=1)
 
