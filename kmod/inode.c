@@ -271,7 +271,8 @@ static int aheadfs_permission(aheadfs_idmap_t *idmap, struct inode *inode,
 	    (lower->i_op->permission && READ_ONCE(sbi->attr_timeout_ms)))
 		return permission_slow(inode, mask);
 	err = inode_permission(aheadfs_sb_idmap(inode->i_sb), lower, mask);
-	this_cpu_inc(sbi->stats->ops[AHEADFS_OP_permission]);
+	/* Untraced (t0 0): the op counted, as aheadfs_op_end() counts it. */
+	aheadfs_op_end(inode->i_sb, AHEADFS_OP_permission, inode, NULL, 0, err);
 	return err;
 }
 
